@@ -1,0 +1,66 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# KVM Address Space Isolation: build, boot and test the patched kernel.
+# See README.md. Every target builds what is stale first.
+
+SHELL := /bin/bash
+S := scripts
+
+.PHONY: all tree refresh kernel kernel-modules kernel-noasi selftests image \
+	check check-full check-modules demo clean distclean help
+
+all: image
+
+help:
+	@echo "make demo          boot asi=on in the emulated machine and run a KVM guest"
+	@echo "make check         the test suite (short form: CI)"
+	@echo "make check-full    every upstream KVM selftest, asi=off and asi=on"
+	@echo "make check-modules boot the KVM-as-modules kernel and load kvm_amd"
+	@echo "make tree          assemble out/linux: Debian's 6.12 source + our files + patches/series"
+	@echo "make refresh       export commits made in out/linux back into the project"
+	@echo "make kernel        build the test kernel (out/build/default)"
+	@echo "make kernel-modules build the configuration with KVM as modules"
+	@echo "make selftests     build the KVM selftests, static"
+	@echo "make image         build the test initramfs"
+
+tree:
+	@$(S)/tree.sh
+
+refresh:
+	@$(S)/refresh.sh
+
+kernel: tree
+	@$(S)/kernel.sh default
+
+kernel-modules: tree
+	@$(S)/kernel.sh modules
+
+kernel-noasi: tree
+	@$(S)/kernel.sh noasi
+
+selftests: kernel
+	@$(S)/selftests.sh
+
+image: selftests
+	@$(S)/image.sh default
+
+image-modules: kernel-modules selftests
+	@$(S)/image.sh modules
+
+check: image
+	@python3 selftests/harness/asitest.py check --plan short
+
+check-full: image
+	@python3 selftests/harness/asitest.py check --plan full
+
+check-modules: image-modules
+	@python3 selftests/harness/asitest.py check --plan modules --config modules
+
+demo: image
+	@python3 selftests/harness/asitest.py demo
+
+clean:
+	rm -rf out/build out/image out/logs
+
+distclean:
+	rm -rf out

@@ -1,0 +1,715 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * x86 Address Space Isolation (ASI): restricted kernel page tables.
+ *
+ * A domain (struct asi) is a kernel page table of its own that maps only
+ * what was asked for: the allowlist that every domain shares and the
+ * ranges its owner maps with asi_map(). It is built out of 4 KiB copies of
+ * the kernel's own entries, so a range backed by a large page in the kernel
+ * map is split in the restricted table only; the kernel's page table is
+ * only ever read (invariant 3 of the design). Entries copied into a domain
+ * are never global, so no translation of one domain outlives a switch to
+ * another.
+ *
+ * Every mapped range is recorded with its owner in the domain's maple tree:
+ * that is what debugfs shows, what asi_unmap() checks against and what
+ * destruction tears down.
+ *
+ * The asi= parameter is parsed in early boot (after jump_label_init(), so
+ * the static key can be flipped right away); the result is reported once in
+ * the boot log and in /sys/kernel/debug/asi/state.
+ */
+#define pr_fmt(fmt) "ASI: " fmt
+
+#include <linux/asi.h>
+#include <linux/debugfs.h>
+#include <linux/init.h>
+#include <linux/maple_tree.h>
+#include <linux/mm.h>
+#include <linux/mutex.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <asm/pgalloc.h>
+#include <asm/tlbflush.h>
+
+#include "mm_internal.h"
+
+DEFINE_STATIC_KEY_FALSE(asi_enabled_key);
+EXPORT_SYMBOL_GPL(asi_enabled_key);
+
+static enum asi_boot_mode asi_boot_mode __ro_after_init = ASI_BOOT_DEFAULT;
+/* The rejected value, kept for the boot message and debugfs. */
+static char asi_bad_arg[32] __ro_after_init;
+
+/**
+ * asi_parse_boot_mode() - interpret the value of the asi= boot parameter
+ * @arg: the text after "asi=", or NULL for a bare "asi"
+ *
+ * Return: %ASI_BOOT_ON for "on", %ASI_BOOT_OFF for "off" and
+ * %ASI_BOOT_INVALID for anything else, including an empty value.
+ */
+enum asi_boot_mode asi_parse_boot_mode(const char *arg)
+{
+	if (!arg)
+		return ASI_BOOT_INVALID;
+	if (!strcmp(arg, "on"))
+		return ASI_BOOT_ON;
+	if (!strcmp(arg, "off"))
+		return ASI_BOOT_OFF;
+	return ASI_BOOT_INVALID;
+}
+
+/* The last asi= on the command line wins, as for other parameters. */
+static int __init asi_setup(char *arg)
+{
+	asi_boot_mode = asi_parse_boot_mode(arg);
+	if (asi_boot_mode == ASI_BOOT_INVALID) {
+		strscpy(asi_bad_arg, arg ? arg : "", sizeof(asi_bad_arg));
+		pr_warn("invalid value \"%s\" for asi= (expected \"on\" or \"off\"), using the default: off\n",
+			asi_bad_arg);
+	} else {
+		asi_bad_arg[0] = '\0';
+	}
+
+	if (asi_boot_mode == ASI_BOOT_ON)
+		static_branch_enable(&asi_enabled_key);
+	else
+		static_branch_disable(&asi_enabled_key);
+	/* Reported above; returning an error would only add "Malformed". */
+	return 0;
+}
+early_param("asi", asi_setup);
+
+
+/* Page-table pages come from here; failures are the caller's to report. */
+#define ASI_GFP		(GFP_KERNEL_ACCOUNT | __GFP_NOWARN)
+
+/*
+ * One mapped range of a domain or of the allowlist. Stored in maple trees
+ * keyed by [start, end - 1]; the owner is a string with static lifetime.
+ */
+struct asi_range {
+	unsigned long start;
+	unsigned long end;
+	const char *owner;
+	enum asi_owner_class class;
+};
+
+/* Every live domain, and the allowlist; both under asi_domains_lock. */
+static LIST_HEAD(asi_domains);
+static DEFINE_MUTEX(asi_domains_lock);
+static DEFINE_MTREE(asi_allowlist);
+static atomic_t asi_next_id = ATOMIC_INIT(0);
+
+static const char * const asi_owner_class_names[] = {
+	[ASI_OWNER_ALLOWLIST]	= "allowlist",
+	[ASI_OWNER_DOMAIN]	= "domain",
+};
+
+/*
+ * The 4 KiB PTE that maps @va in the kernel's page table, whatever the
+ * size of the kernel's mapping; never global. -EFAULT if the kernel does
+ * not map @va.
+ */
+static int asi_kernel_pte(unsigned long va, pte_t *out)
+{
+	unsigned int level;
+	unsigned long pfn;
+	pgprot_t prot;
+	pte_t *kpte;
+
+	kpte = lookup_address(va, &level);
+	if (!kpte || !pte_present(*kpte))
+		return -EFAULT;
+
+	switch (level) {
+	case PG_LEVEL_4K:
+		pfn = pte_pfn(*kpte);
+		prot = pte_pgprot(*kpte);
+		break;
+	case PG_LEVEL_2M:
+		pfn = pmd_pfn(*(pmd_t *)kpte) + ((va & ~PMD_MASK) >> PAGE_SHIFT);
+		prot = pgprot_large_2_4k(pmd_pgprot(*(pmd_t *)kpte));
+		break;
+	case PG_LEVEL_1G:
+		pfn = pud_pfn(*(pud_t *)kpte) + ((va & ~PUD_MASK) >> PAGE_SHIFT);
+		prot = pgprot_large_2_4k(pud_pgprot(*(pud_t *)kpte));
+		break;
+	default:
+		return -EFAULT;
+	}
+	pgprot_val(prot) &= ~(_PAGE_PSE | _PAGE_GLOBAL);
+	*out = pfn_pte(pfn, prot);
+	return 0;
+}
+
+/* The PTE of @va in @asi's table, or NULL where no PTE page exists. */
+static pte_t *asi_lookup_pte(struct asi *asi, unsigned long va)
+{
+	unsigned int level;
+	pte_t *pte;
+
+	pte = lookup_address_in_pgd(asi->pgd + pgd_index(va), va, &level);
+	if (!pte || WARN_ON_ONCE(level != PG_LEVEL_4K))
+		return NULL;
+	return pte;
+}
+
+/**
+ * asi_lookup() - where a domain maps a kernel address
+ * @asi: the domain
+ * @addr: a kernel virtual address
+ *
+ * Return: the PTE that maps @addr in @asi's table, or an empty PTE.
+ */
+pte_t asi_lookup(struct asi *asi, unsigned long addr)
+{
+	pte_t *pte = asi_lookup_pte(asi, addr);
+
+	return pte ? *pte : __pte(0);
+}
+EXPORT_SYMBOL_GPL(asi_lookup);
+
+/* Clear [start, end) in @asi's table; the PTE pages stay until destroy. */
+static void asi_clear_ptes(struct asi *asi, unsigned long start, unsigned long end)
+{
+	unsigned long va;
+	pte_t *pte;
+
+	for (va = start; va < end; va += PAGE_SIZE) {
+		pte = asi_lookup_pte(asi, va);
+		if (pte)
+			pte_clear(&init_mm, va, pte);
+	}
+}
+
+static int asi_set_ptes(struct asi *asi, unsigned long start, unsigned long end)
+{
+	unsigned long va;
+	pte_t kpte, *pte;
+	int err;
+
+	for (va = start; va < end; va += PAGE_SIZE) {
+		err = asi_kernel_pte(va, &kpte);
+		if (err)
+			goto undo;
+		pte = pgtable_walk_alloc_pte(asi->pgd + pgd_index(va), va, ASI_GFP, false);
+		if (!pte) {
+			err = -ENOMEM;
+			goto undo;
+		}
+		/* Ranges never overlap (the maple tree refuses it). */
+		WARN_ON_ONCE(!pte_none(*pte));
+		set_pte(pte, kpte);
+	}
+	return 0;
+undo:
+	asi_clear_ptes(asi, start, va);
+	return err;
+}
+
+/*
+ * Translations of a cleared range may still be cached by CPUs running on
+ * @asi's table. They run with the kernel's PCID, so the ordinary kernel
+ * range flush (all CPUs, current PCID) reaches them.
+ */
+static void asi_flush_range(unsigned long start, unsigned long end)
+{
+	flush_tlb_kernel_range(start, end);
+}
+
+static int asi_map_range(struct asi *asi, unsigned long start, unsigned long end,
+			 const char *owner, enum asi_owner_class class)
+{
+	struct asi_range *r;
+	int err;
+
+	r = kmalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
+	if (!r)
+		return -ENOMEM;
+	*r = (struct asi_range){ .start = start, .end = end, .owner = owner, .class = class };
+
+	mutex_lock(&asi->lock);
+	err = mtree_insert_range(&asi->ranges, start, end - 1, r, GFP_KERNEL_ACCOUNT);
+	if (!err) {
+		err = asi_set_ptes(asi, start, end);
+		if (err)
+			mtree_erase(&asi->ranges, start);
+	}
+	mutex_unlock(&asi->lock);
+	if (err)
+		kfree(r);
+	return err;
+}
+
+/* Unmap exactly the range that starts at @start; false if there is none. */
+static bool asi_unmap_range(struct asi *asi, unsigned long start, unsigned long end)
+{
+	MA_STATE(mas, &asi->ranges, start, start);
+	struct asi_range *r;
+
+	mutex_lock(&asi->lock);
+	r = mas_walk(&mas);
+	if (!r || r->start != start || r->end != end) {
+		mutex_unlock(&asi->lock);
+		return false;
+	}
+	mas_erase(&mas);
+	asi_clear_ptes(asi, start, end);
+	mutex_unlock(&asi->lock);
+
+	asi_flush_range(start, end);
+	kfree(r);
+	return true;
+}
+
+static bool asi_range_valid(unsigned long start, unsigned long end)
+{
+	return start >= PAGE_OFFSET && end > start;
+}
+
+/**
+ * asi_map() - map a kernel range into a domain
+ * @asi: the domain
+ * @addr: start of the range: direct map, vmalloc, per-CPU or kernel image
+ * @len: length of the range in bytes
+ * @owner: who the range belongs to, for debugfs (a string that outlives
+ *	   the mapping)
+ *
+ * Maps every page that [@addr, @addr + @len) touches, at 4 KiB granularity
+ * and with the kernel's protections, however the kernel maps it. The caller
+ * owns those whole pages: whatever else they hold becomes visible in @asi.
+ * A range may not overlap one that is already mapped. Can sleep.
+ *
+ * Return: 0, -EINVAL for an empty or non-kernel range, -EEXIST for an
+ * overlap, -EFAULT if the kernel does not map the whole range, -ENOMEM.
+ * On error nothing of the range is mapped.
+ */
+int asi_map(struct asi *asi, const void *addr, size_t len, const char *owner)
+{
+	unsigned long start = PAGE_ALIGN_DOWN((unsigned long)addr);
+	unsigned long end = PAGE_ALIGN((unsigned long)addr + len);
+
+	might_sleep();
+	if (!len || !asi_range_valid(start, end) || !owner)
+		return -EINVAL;
+	return asi_map_range(asi, start, end, owner, ASI_OWNER_DOMAIN);
+}
+EXPORT_SYMBOL_GPL(asi_map);
+
+/**
+ * asi_unmap() - unmap a range mapped with asi_map()
+ * @asi: the domain
+ * @addr: @addr given to asi_map()
+ * @len: @len given to asi_map()
+ *
+ * Removes the mapping from @asi's table and flushes its translations on
+ * every CPU before returning, so the memory can be freed right after.
+ * Unmapping a range that was not mapped exactly so is a bug (WARN). Can
+ * sleep.
+ */
+void asi_unmap(struct asi *asi, const void *addr, size_t len)
+{
+	unsigned long start = PAGE_ALIGN_DOWN((unsigned long)addr);
+	unsigned long end = PAGE_ALIGN((unsigned long)addr + len);
+
+	might_sleep();
+	WARN_ONCE(!asi_unmap_range(asi, start, end),
+		  "ASI: %s: unmapping %#lx-%#lx, which is not a mapped range\n",
+		  asi->name, start, end);
+}
+EXPORT_SYMBOL_GPL(asi_unmap);
+
+/*
+ * The page-table pages below a PMD, PUD or P4D page of a domain, the page
+ * itself included; freed too if @free. Restricted tables have no large
+ * entries.
+ */
+static unsigned long asi_pmd_tables(pmd_t *pmd, bool free)
+{
+	unsigned long n = 1;
+	int i;
+
+	for (i = 0; i < PTRS_PER_PMD; i++) {
+		if (pmd_none(pmd[i]) || WARN_ON_ONCE(pmd_leaf(pmd[i])))
+			continue;
+		n++;
+		if (free)
+			free_page((unsigned long)pmd_page_vaddr(pmd[i]));
+	}
+	if (free)
+		free_page((unsigned long)pmd);
+	return n;
+}
+
+static unsigned long asi_pud_tables(pud_t *pud, bool free)
+{
+	unsigned long n = 1;
+	int i;
+
+	for (i = 0; i < PTRS_PER_PUD; i++) {
+		if (pud_none(pud[i]) || WARN_ON_ONCE(pud_leaf(pud[i])))
+			continue;
+		n += asi_pmd_tables(pud_pgtable(pud[i]), free);
+	}
+	if (free)
+		free_page((unsigned long)pud);
+	return n;
+}
+
+static unsigned long asi_p4d_tables(p4d_t *p4d, int entries, bool free)
+{
+	unsigned long n = 0;
+	int i;
+
+	for (i = 0; i < entries; i++) {
+		if (!p4d_none(p4d[i]))
+			n += asi_pud_tables(p4d_pgtable(p4d[i]), free);
+	}
+	return n;
+}
+
+/* @asi's page-table pages below its PGD; all freed if @free. */
+static unsigned long asi_tables(struct asi *asi, bool free)
+{
+	unsigned long n = 0;
+	int i;
+
+	for (i = KERNEL_PGD_BOUNDARY; i < PTRS_PER_PGD; i++) {
+		pgd_t *pgd = asi->pgd + i;
+		p4d_t *p4d;
+
+		if (!pgtable_l5_enabled()) {
+			/* The P4D level is folded into the PGD. */
+			n += asi_p4d_tables((p4d_t *)pgd, 1, free);
+			continue;
+		}
+		if (pgd_none(*pgd))
+			continue;
+		p4d = (p4d_t *)pgd_page_vaddr(*pgd);
+		n += 1 + asi_p4d_tables(p4d, PTRS_PER_P4D, free);
+		if (free)
+			free_page((unsigned long)p4d);
+	}
+	return n;
+}
+
+/**
+ * asi_pgtable_pages() - page-table pages of a domain
+ * @asi: the domain
+ *
+ * Return: how many page-table pages @asi's table uses, its PGD included.
+ */
+unsigned long asi_pgtable_pages(struct asi *asi)
+{
+	unsigned long n;
+
+	mutex_lock(&asi->lock);
+	n = asi_tables(asi, false) + (1 << PGD_ALLOCATION_ORDER);
+	mutex_unlock(&asi->lock);
+	return n;
+}
+EXPORT_SYMBOL_GPL(asi_pgtable_pages);
+
+static void asi_free_ranges(struct asi *asi)
+{
+	struct asi_range *r;
+	unsigned long index = 0;
+
+	mt_for_each(&asi->ranges, r, index, ULONG_MAX)
+		kfree(r);
+	mtree_destroy(&asi->ranges);
+}
+
+static void asi_free(struct asi *asi)
+{
+	asi_free_ranges(asi);
+	asi_tables(asi, true);
+	free_pages((unsigned long)asi->pgd, PGD_ALLOCATION_ORDER);
+	kfree(asi);
+}
+
+/* Map every allowlist range into a new domain; asi_domains_lock held. */
+static int asi_map_allowlist(struct asi *asi)
+{
+	struct asi_range *r;
+	unsigned long index = 0;
+	int err;
+
+	lockdep_assert_held(&asi_domains_lock);
+	mt_for_each(&asi_allowlist, r, index, ULONG_MAX) {
+		err = asi_map_range(asi, r->start, r->end, r->owner, ASI_OWNER_ALLOWLIST);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/**
+ * asi_create() - create a domain
+ * @name: a name for debugfs and messages (copied, truncated to 31 bytes)
+ *
+ * The new domain maps the allowlist and nothing else. Can sleep.
+ *
+ * Return: the domain with one reference; ERR_PTR(-EOPNOTSUPP) when ASI is
+ * off, or the error of mapping the allowlist (-ENOMEM). Nothing is left
+ * allocated on failure.
+ */
+struct asi *asi_create(const char *name)
+{
+	struct asi *asi;
+	int err;
+
+	might_sleep();
+	if (!asi_enabled())
+		return ERR_PTR(-EOPNOTSUPP);
+	asi = kzalloc(sizeof(*asi), GFP_KERNEL_ACCOUNT);
+	if (!asi)
+		return ERR_PTR(-ENOMEM);
+	asi->pgd = (pgd_t *)__get_free_pages(ASI_GFP | __GFP_ZERO, PGD_ALLOCATION_ORDER);
+	if (!asi->pgd) {
+		kfree(asi);
+		return ERR_PTR(-ENOMEM);
+	}
+	refcount_set(&asi->refcount, 1);
+	mutex_init(&asi->lock);
+	mt_init(&asi->ranges);
+	strscpy(asi->name, name, sizeof(asi->name));
+	asi->id = atomic_inc_return(&asi_next_id);
+
+	mutex_lock(&asi_domains_lock);
+	err = asi_map_allowlist(asi);
+	if (!err)
+		list_add_tail(&asi->list, &asi_domains);
+	mutex_unlock(&asi_domains_lock);
+	if (err) {
+		asi_free(asi);
+		return ERR_PTR(err);
+	}
+	return asi;
+}
+EXPORT_SYMBOL_GPL(asi_create);
+
+/**
+ * asi_get() - take a reference on a domain
+ * @asi: the domain
+ *
+ * Return: @asi.
+ */
+struct asi *asi_get(struct asi *asi)
+{
+	refcount_inc(&asi->refcount);
+	return asi;
+}
+EXPORT_SYMBOL_GPL(asi_get);
+
+/**
+ * asi_put() - drop a reference; the last one destroys the domain
+ * @asi: the domain, or NULL
+ *
+ * Destruction frees every mapping record and page-table page of @asi. Its
+ * owner must have unmapped the memory it mapped before freeing it; what
+ * is still mapped at this point only loses its restricted mapping. Can
+ * sleep.
+ */
+void asi_put(struct asi *asi)
+{
+	if (!asi)
+		return;
+	might_sleep();
+	if (!refcount_dec_and_mutex_lock(&asi->refcount, &asi_domains_lock))
+		return;
+	list_del(&asi->list);
+	mutex_unlock(&asi_domains_lock);
+	asi_free(asi);
+}
+EXPORT_SYMBOL_GPL(asi_put);
+
+/**
+ * asi_allowlist_add() - map a range into every domain, present and future
+ * @owner: the subsystem the range belongs to (a string with static lifetime)
+ * @addr: start of the range
+ * @len: its length in bytes
+ *
+ * For data that holds nothing secret and that the code running on a
+ * restricted table needs. Whole pages are mapped, as for asi_map(). Can
+ * sleep.
+ *
+ * Return: 0, or the error of asi_map(); on error no domain maps the range.
+ */
+int asi_allowlist_add(const char *owner, const void *addr, size_t len)
+{
+	unsigned long start = PAGE_ALIGN_DOWN((unsigned long)addr);
+	unsigned long end = PAGE_ALIGN((unsigned long)addr + len);
+	struct asi_range *r;
+	struct asi *asi;
+	int err;
+
+	might_sleep();
+	if (!len || !asi_range_valid(start, end) || !owner)
+		return -EINVAL;
+	r = kmalloc(sizeof(*r), GFP_KERNEL);
+	if (!r)
+		return -ENOMEM;
+	*r = (struct asi_range){ .start = start, .end = end, .owner = owner,
+				 .class = ASI_OWNER_ALLOWLIST };
+
+	mutex_lock(&asi_domains_lock);
+	err = mtree_insert_range(&asi_allowlist, start, end - 1, r, GFP_KERNEL);
+	if (err)
+		goto out;
+	list_for_each_entry(asi, &asi_domains, list) {
+		err = asi_map_range(asi, start, end, owner, ASI_OWNER_ALLOWLIST);
+		if (err)
+			break;
+	}
+	if (err) {
+		list_for_each_entry_continue_reverse(asi, &asi_domains, list)
+			asi_unmap_range(asi, start, end);
+		mtree_erase(&asi_allowlist, start);
+	}
+out:
+	mutex_unlock(&asi_domains_lock);
+	if (err)
+		kfree(r);
+	return err;
+}
+EXPORT_SYMBOL_GPL(asi_allowlist_add);
+
+/**
+ * asi_allowlist_remove() - undo asi_allowlist_add()
+ * @addr: @addr given to asi_allowlist_add()
+ * @len: @len given to asi_allowlist_add()
+ *
+ * Unmaps the range from every domain and flushes it on every CPU. Can
+ * sleep.
+ */
+void asi_allowlist_remove(const void *addr, size_t len)
+{
+	unsigned long start = PAGE_ALIGN_DOWN((unsigned long)addr);
+	unsigned long end = PAGE_ALIGN((unsigned long)addr + len);
+	MA_STATE(mas, &asi_allowlist, start, start);
+	struct asi_range *r;
+	struct asi *asi;
+
+	might_sleep();
+	mutex_lock(&asi_domains_lock);
+	r = mas_walk(&mas);
+	if (WARN_ONCE(!r || r->start != start || r->end != end,
+		      "ASI: %#lx-%#lx is not on the allowlist\n", start, end)) {
+		mutex_unlock(&asi_domains_lock);
+		return;
+	}
+	mas_erase(&mas);
+	list_for_each_entry(asi, &asi_domains, list)
+		WARN_ON_ONCE(!asi_unmap_range(asi, start, end));
+	mutex_unlock(&asi_domains_lock);
+	kfree(r);
+}
+EXPORT_SYMBOL_GPL(asi_allowlist_remove);
+
+/**
+ * asi_for_each_range() - walk what a domain maps, for debugfs and tools
+ * @asi: the domain
+ * @fn: called for each range, in address order, under the domain's lock
+ * @data: passed to @fn
+ */
+void asi_for_each_range(struct asi *asi,
+			void (*fn)(void *data, unsigned long start, unsigned long end,
+				   const char *owner, enum asi_owner_class class),
+			void *data)
+{
+	struct asi_range *r;
+	unsigned long index = 0;
+
+	mutex_lock(&asi->lock);
+	mt_for_each(&asi->ranges, r, index, ULONG_MAX)
+		fn(data, r->start, r->end, r->owner, r->class);
+	mutex_unlock(&asi->lock);
+}
+EXPORT_SYMBOL_GPL(asi_for_each_range);
+
+/**
+ * asi_owner_class_name() - the name of an owner class
+ * @class: the class
+ *
+ * Return: "allowlist" or "domain".
+ */
+const char *asi_owner_class_name(enum asi_owner_class class)
+{
+	if (WARN_ON_ONCE(class >= ARRAY_SIZE(asi_owner_class_names)))
+		return "?";
+	return asi_owner_class_names[class];
+}
+EXPORT_SYMBOL_GPL(asi_owner_class_name);
+
+static const char *asi_boot_mode_str(void)
+{
+	switch (asi_boot_mode) {
+	case ASI_BOOT_ON:
+		return "asi=on";
+	case ASI_BOOT_OFF:
+		return "asi=off";
+	case ASI_BOOT_INVALID:
+		return "invalid asi= value, default";
+	default:
+		return "default";
+	}
+}
+
+
+static int asi_state_show(struct seq_file *m, void *v)
+{
+	seq_printf(m, "enabled: %s\n", asi_enabled() ? "on" : "off");
+	seq_printf(m, "reason: %s\n", asi_boot_mode_str());
+	if (asi_boot_mode == ASI_BOOT_INVALID)
+		seq_printf(m, "rejected: \"%s\"\n", asi_bad_arg);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(asi_state);
+
+static int asi_domains_show(struct seq_file *m, void *v)
+{
+	struct asi *asi;
+
+	seq_puts(m, "id\tname\trefs\tpgtable_pages\n");
+	mutex_lock(&asi_domains_lock);
+	list_for_each_entry(asi, &asi_domains, list)
+		seq_printf(m, "%u\t%s\t%u\t%lu\n", asi->id, asi->name,
+			   refcount_read(&asi->refcount), asi_pgtable_pages(asi));
+	mutex_unlock(&asi_domains_lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(asi_domains);
+
+static int asi_allowlist_show(struct seq_file *m, void *v)
+{
+	struct asi_range *r;
+	unsigned long index = 0;
+
+	mutex_lock(&asi_domains_lock);
+	mt_for_each(&asi_allowlist, r, index, ULONG_MAX)
+		seq_printf(m, "0x%016lx-0x%016lx %6lu pages  %s\n", r->start, r->end,
+			   (r->end - r->start) >> PAGE_SHIFT, r->owner);
+	mutex_unlock(&asi_domains_lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(asi_allowlist);
+
+static int __init asi_report(void)
+{
+	struct dentry *dir;
+
+	pr_info("%s (%s)\n", asi_enabled() ? "enabled" : "disabled",
+		asi_boot_mode_str());
+
+	dir = debugfs_create_dir("asi", NULL);
+	debugfs_create_file("state", 0444, dir, NULL, &asi_state_fops);
+	if (asi_enabled()) {
+		debugfs_create_file("domains", 0400, dir, NULL, &asi_domains_fops);
+		debugfs_create_file("allowlist", 0400, dir, NULL, &asi_allowlist_fops);
+	}
+	return 0;
+}
+late_initcall(asi_report);

@@ -1,0 +1,445 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Boot the ASI kernel in an emulated machine and collect test results.
+
+  asitest.py boot  --kernel K --initrd I --append '...' [--timeout S] ...
+      one boot; prints the verdict and, on failure, the console's last lines
+  asitest.py check [--plan short|full] ...
+      the test suite: the boots listed in BOOTS below, each run once, with
+      KUnit (KTAP on the console) and the image's plan ("asitest:" lines)
+      parsed into one result list, ending with "N passed, N failed, N skipped"
+
+A boot fails on a kernel panic, an oops, a WARN, a BUG, a lockup or stall
+report, a hang (no console output for --idle-timeout seconds), or when it
+runs past --timeout. A panic ends the boot at once (the kernel runs with
+panic=-1 oops=panic and QEMU with -no-reboot).
+"""
+
+import argparse
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+
+TOP = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+OUT = os.environ.get("OUT", os.path.join(TOP, "out"))
+LOGS = os.path.join(OUT, "logs")
+
+BASE_APPEND = ("console=ttyS0 panic=-1 oops=panic softlockup_panic=1 "
+               "nmi_watchdog=0 tsc=reliable")
+
+# A line that ends the boot at once.
+FATAL = re.compile(r"Kernel panic - not syncing")
+# Lines that make a boot fail (the boot goes on so that results are kept).
+KERNEL_ERRORS = re.compile(
+    r"(\bBUG: |\bOops\b|^\s*WARNING: |\bgeneral protection fault\b|"
+    r"\bkernel BUG at\b|\bUBSAN: |\bKASAN: |unreferenced object|"
+    r"INFO: task .* blocked for more than|detected stalls on CPUs|"
+    r"\bsoft lockup\b|\bhard LOCKUP\b|\bdouble fault\b)")
+PRINTK_TIME = re.compile(r"^\[\s*\d+\.\d+\]\s?")
+
+RESULT = re.compile(r"asitest: (ok|not ok) (\d+) (\S+)\s*(.*)$")
+START = re.compile(r"asitest: START (\S+)")
+KTAP_SUITE = re.compile(r"^(\s*)# Subtest: (\S+)")
+KTAP_RESULT = re.compile(r"^(\s*)(ok|not ok) (\d+) (\S+)(.*)$")
+
+
+def tail(lines, n=40):
+    return "\n".join("    | " + l for l in lines[-n:])
+
+
+class Boot:
+    """One run of QEMU on a kernel and an initramfs."""
+
+    def __init__(self, name, kernel, initrd, append, logdir, timeout=900,
+                 idle_timeout=300, smp=2, mem="4G", qemu_extra=()):
+        self.name = name
+        self.kernel = kernel
+        self.initrd = initrd
+        self.append = BASE_APPEND + " " + append
+        self.logdir = logdir
+        self.log = os.path.join(logdir, name + ".console.log")
+        self.timeout = timeout
+        self.idle_timeout = idle_timeout
+        self.smp = smp
+        self.mem = mem
+        self.qemu_extra = list(qemu_extra)
+        self.lines = []
+        self.errors = []
+        self.status = None      # done | panic | timeout | hang | noexit | exited
+        self.seconds = 0.0
+
+    def cmd(self):
+        return ["qemu-system-x86_64", "-M", "q35", "-accel", "tcg,thread=single",
+                "-cpu", "max", "-smp", str(self.smp), "-m", self.mem,
+                "-nographic", "-no-reboot", "-nodefaults", "-serial", "stdio",
+                "-kernel", self.kernel, "-initrd", self.initrd,
+                "-append", self.append] + self.qemu_extra
+
+    def run(self):
+        for f in (self.kernel, self.initrd):
+            if not os.path.exists(f):
+                raise SystemExit(f"error: {f} does not exist (run make kernel image)")
+        os.makedirs(self.logdir, exist_ok=True)
+        t0 = time.monotonic()
+        last_output = t0
+        deadline = None          # set once the run is over: wait for QEMU to exit
+        proc = subprocess.Popen(self.cmd(), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        buf = b""
+        with open(self.log, "w", errors="replace") as log:
+            log.write("# " + " ".join(self.cmd()) + "\n")
+            while True:
+                now = time.monotonic()
+                if deadline and now > deadline:
+                    if self.status == "done":
+                        self.status = "noexit"
+                    break
+                if not deadline:
+                    if now - t0 > self.timeout:
+                        self.status = "timeout"
+                        break
+                    if now - last_output > self.idle_timeout:
+                        self.status = "hang"
+                        break
+                r, _, _ = select.select([proc.stdout], [], [], 1.0)
+                if not r:
+                    if proc.poll() is not None:
+                        break
+                    continue
+                data = os.read(proc.stdout.fileno(), 65536)
+                if not data:
+                    break
+                last_output = time.monotonic()
+                buf += data
+                *complete, buf = buf.split(b"\n")
+                for raw in complete:
+                    line = raw.decode("utf-8", "replace").rstrip("\r")
+                    log.write(line + "\n")
+                    self.lines.append(line)
+                    self.check_line(line)
+                    if self.status in ("done", "panic") and not deadline:
+                        # Keep the end of a panic's backtrace; let QEMU exit.
+                        deadline = time.monotonic() + (3 if self.status == "panic" else 20)
+                log.flush()
+            if buf:
+                line = buf.decode("utf-8", "replace")
+                log.write(line + "\n")
+                self.lines.append(line)
+                self.check_line(line)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        self.seconds = time.monotonic() - t0
+        if self.status is None:
+            self.status = "exited"
+        return self
+
+    def check_line(self, line):
+        text = PRINTK_TIME.sub("", line)
+        if FATAL.search(text):
+            self.status = "panic"
+            self.errors.append(text)
+        elif KERNEL_ERRORS.search(text):
+            self.errors.append(text)
+        elif text.startswith("asitest: DONE") and self.status is None:
+            self.status = "done"
+
+    def verdict(self):
+        """None if the boot itself went well, else why it did not."""
+        what = {
+            "done": None,
+            "panic": "kernel panic",
+            "timeout": f"time limit of {self.timeout} s reached",
+            "hang": f"no console output for {self.idle_timeout} s (hang)",
+            "noexit": "QEMU did not exit after the tests finished",
+            "exited": "QEMU exited before the tests finished",
+        }[self.status]
+        if what is None and self.errors:
+            what = "kernel reported errors"
+        return what
+
+    def report(self):
+        v = self.verdict()
+        if v is None:
+            return f"boot {self.name}: ok in {self.seconds:.0f} s"
+        msg = [f"boot {self.name}: FAILED: {v} after {self.seconds:.0f} s (console: {self.log})"]
+        for e in self.errors[:10]:
+            msg.append("    ! " + e)
+        msg.append("    last console lines:")
+        msg.append(tail(self.lines))
+        return "\n".join(msg)
+
+
+class Results:
+    def __init__(self):
+        self.items = []     # (status, name, detail, log)
+
+    def add(self, status, name, detail="", log=""):
+        self.items.append((status, name, detail, log))
+
+    def count(self, status):
+        return sum(1 for i in self.items if i[0] == status)
+
+
+def parse_plan(boot, results, expected):
+    """Record the "asitest:" results of a boot; expected: names the plan runs."""
+    current, out = None, []
+    seen = set()
+    testdir = os.path.join(boot.logdir, boot.name)
+    os.makedirs(testdir, exist_ok=True)
+    for line in boot.lines:
+        text = PRINTK_TIME.sub("", line)
+        m = START.search(text)
+        if m:
+            current, out = m.group(1), []
+            continue
+        m = RESULT.search(text)
+        if m:
+            status, _, name, rest = m.groups()
+            log = os.path.join(testdir, name.replace("/", "_") + ".log")
+            with open(log, "w") as f:
+                f.write("\n".join(out) + "\n")
+            seen.add(name)
+            full = f"{boot.name}/{name}"
+            if status == "ok" and "# SKIP" in rest:
+                results.add("skip", full, rest, log)
+            elif status == "ok":
+                results.add("pass", full, rest, log)
+            else:
+                results.add("fail", full, rest, log)
+            current = None
+            continue
+        if current:
+            out.append(line)
+    for name in expected:
+        if name not in seen:
+            why = "did not run" if current != name else "did not finish"
+            if current == name:
+                log = os.path.join(testdir, name.replace("/", "_") + ".log")
+                with open(log, "w") as f:
+                    f.write("\n".join(out) + "\n")
+            else:
+                log = boot.log
+            results.add("fail", f"{boot.name}/{name}", f"{why} ({boot.status})", log)
+
+
+def parse_kunit(boot, results, expected_suites):
+    """Record KUnit results (KTAP on the console): one result per test case."""
+    suite, suite_indent, done = None, 0, set()
+    started, cases = [], {}
+    for line in boot.lines:
+        text = PRINTK_TIME.sub("", line)
+        m = KTAP_SUITE.match(text)
+        if m:
+            suite, suite_indent = m.group(2), len(m.group(1))
+            started.append(suite)
+            continue
+        m = KTAP_RESULT.match(text)
+        if not m or suite is None:
+            continue
+        indent, status, _, name, rest = m.groups()
+        full = f"{boot.name}/kunit/{suite}"
+        # A suite's cases carry the indentation of its "# Subtest:" line,
+        # its own result line one level less; deeper lines are parameters.
+        if len(indent) == suite_indent:
+            cases[suite] = cases.get(suite, 0) + 1
+            if "# SKIP" in rest:
+                results.add("skip", f"{full}/{name}", rest, boot.log)
+            else:
+                results.add("pass" if status == "ok" else "fail", f"{full}/{name}",
+                            rest, boot.log)
+        elif len(indent) < suite_indent and name == suite:
+            done.add(suite)
+            suite = None
+    for s in started:
+        if s not in done:
+            results.add("fail", f"{boot.name}/kunit/{s}", "suite did not finish", boot.log)
+        elif not cases.get(s):
+            results.add("fail", f"{boot.name}/kunit/{s}", "no test case results", boot.log)
+    for s in expected_suites:
+        if s not in started:
+            results.add("fail", f"{boot.name}/kunit/{s}", "suite did not run", boot.log)
+
+
+def plan_names(initrd_root, plan):
+    path = os.path.join(initrd_root, "tests", "plans", plan)
+    names = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line and not line.startswith("#"):
+                names.append(line.split()[0])
+    return names
+
+
+def known_failures():
+    path = os.path.join(TOP, "selftests", "harness", "known-failures")
+    known = {}
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line and not line.startswith("#"):
+                name, _, why = line.partition(" ")
+                known["kvm/" + name] = why.strip()
+    return known
+
+
+def run_suite_boot(args, results, name, append, plan, kunit=True, **kw):
+    image = os.path.join(OUT, "image", f"initramfs-{args.config}.cpio")
+    kernel = os.path.join(OUT, "build", args.config, "arch", "x86", "boot", "bzImage")
+    root = os.path.join(OUT, "image", f"root-{args.config}")
+    expected = plan_names(root, plan)
+    print(f"boot {name}: {append} ({len(expected)} tests) ...", flush=True)
+    b = Boot(name, kernel, image, f"{append} asitest.plan={plan}", args.logdir, **kw).run()
+    print(b.report(), flush=True)
+    v = b.verdict()
+    results.add("fail" if v else "pass", f"{name}/boot", v or "", b.log)
+    if kunit:
+        parse_kunit(b, results, ["asi_param", "asi_domain"])
+    parse_plan(b, results, expected)
+    return b
+
+
+def expect_boot_failure(args, results, name, plan, want, **kw):
+    """Harness self-test: the boot must fail with status 'want', in time."""
+    image = os.path.join(OUT, "image", f"initramfs-{args.config}.cpio")
+    kernel = os.path.join(OUT, "build", args.config, "arch", "x86", "boot", "bzImage")
+    print(f"boot {name}: harness self-test, expecting '{want}' ...", flush=True)
+    b = Boot(name, kernel, image, f"asitest.plan={plan}", args.logdir, **kw).run()
+    rep = b.report()
+    ok = b.status == want and "last console lines" in rep
+    print(f"boot {name}: detected '{b.status}' in {b.seconds:.0f} s: "
+          f"{'as expected' if ok else 'NOT as expected'}", flush=True)
+    results.add("pass" if ok else "fail", f"{name}/detects-{want}",
+                f"status {b.status}", b.log)
+
+
+def cmd_check(args):
+    args.logdir = os.path.join(LOGS, "check-" + time.strftime("%Y%m%d-%H%M%S"))
+    os.makedirs(args.logdir, exist_ok=True)
+    latest = os.path.join(LOGS, "check-latest")
+    if os.path.islink(latest) or os.path.exists(latest):
+        os.remove(latest)
+    os.symlink(os.path.basename(args.logdir), latest)
+    results = Results()
+    t0 = time.monotonic()
+    plan = args.plan
+    # Per-test limits (plan files) stay below the idle limit, so that a
+    # slow test is reported as a time-out and not as a hung machine.
+    limit = 900 if plan != "full" else 5400
+    idle = 200 if plan != "full" else 330
+
+    if plan == "modules":
+        run_suite_boot(args, results, "modules-asi-on", "asi=on", "modules",
+                       timeout=limit, idle_timeout=idle)
+        return summarize(args, results, t0)
+    run_suite_boot(args, results, "asi-off", "asi=off", plan, timeout=limit,
+                   idle_timeout=idle)
+    run_suite_boot(args, results, "asi-on", "asi=on", plan, timeout=limit,
+                   idle_timeout=idle)
+    # Bad input: the last asi= counts, an invalid value keeps the default.
+    run_suite_boot(args, results, "asi-bad", "asi=on asi=bogus", "param",
+                   timeout=300, kunit=False)
+    run_suite_boot(args, results, "asi-empty", "asi=", "param",
+                   timeout=300, kunit=False)
+    if not args.no_selftest:
+        expect_boot_failure(args, results, "harness-panic", "panic", "panic",
+                            timeout=300, idle_timeout=120)
+        expect_boot_failure(args, results, "harness-hang", "hang", "hang",
+                            timeout=300, idle_timeout=30)
+    if plan == "full":
+        for name, why in sorted(known_failures().items()):
+            results.add("skip", f"known-failure/{name}", why, "")
+
+    return summarize(args, results, t0)
+
+
+def summarize(args, results, t0):
+    print()
+    for status, name, detail, log in results.items:
+        if status == "fail":
+            print(f"FAIL {name}: {detail} (log: {log})")
+            if log and log.endswith(".log") and os.path.exists(log) and \
+                    not log.endswith(".console.log"):
+                with open(log, errors="replace") as f:
+                    lines = f.read().splitlines()
+                print(tail(lines, 15))
+    for status, name, detail, log in results.items:
+        if status == "skip":
+            print(f"SKIP {name}: {detail}")
+    print(f"\nlogs: {args.logdir}; {time.monotonic() - t0:.0f} s in all")
+    print(f"{results.count('pass')} passed, {results.count('fail')} failed, "
+          f"{results.count('skip')} skipped")
+    return 1 if results.count("fail") or not results.count("pass") else 0
+
+
+def cmd_demo(args):
+    """Boot asi=on, run the demo plan and show what it printed."""
+    args.logdir = os.path.join(LOGS, "demo")
+    image = os.path.join(OUT, "image", f"initramfs-{args.config}.cpio")
+    kernel = os.path.join(OUT, "build", args.config, "arch", "x86", "boot", "bzImage")
+    print(f"booting {kernel} with {args.append} under QEMU TCG (-cpu max) ...", flush=True)
+    b = Boot("demo", kernel, image, f"{args.append} asitest.plan=demo", args.logdir,
+             timeout=900).run()
+    show = False
+    for line in b.lines:
+        text = PRINTK_TIME.sub("", line)
+        if text.startswith("asitest: START demo"):
+            show = True
+        elif RESULT.search(text):
+            show = False
+            print(text)
+        elif show:
+            print("  " + line)
+    print(b.report())
+    results = Results()
+    parse_plan(b, results, ["demo"])
+    return 0 if b.verdict() is None and results.count("pass") == 1 else 1
+
+
+def cmd_boot(args):
+    args.logdir = args.logdir or os.path.join(LOGS, "boot")
+    b = Boot(args.name, args.kernel, args.initrd, args.append, args.logdir,
+             timeout=args.timeout, idle_timeout=args.idle_timeout,
+             smp=args.smp, mem=args.mem).run()
+    if args.show:
+        print("\n".join(l for l in b.lines if l.startswith(args.show)))
+    print(b.report())
+    return 0 if b.verdict() is None else 1
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("check", help="run the test suite")
+    c.add_argument("--plan", default="short", choices=["short", "full", "modules"])
+    c.add_argument("--config", default="default", help="kernel configuration")
+    c.add_argument("--no-selftest", action="store_true",
+                   help="skip the harness's own panic/hang detection boots")
+    d = sub.add_parser("demo", help="boot asi=on and run a KVM guest")
+    d.add_argument("--config", default="default", help="kernel configuration")
+    d.add_argument("--append", default="asi=on")
+    b = sub.add_parser("boot", help="boot once and report")
+    b.add_argument("--kernel", required=True)
+    b.add_argument("--initrd", required=True)
+    b.add_argument("--append", default="")
+    b.add_argument("--name", default="boot")
+    b.add_argument("--logdir")
+    b.add_argument("--timeout", type=int, default=900)
+    b.add_argument("--idle-timeout", type=int, default=300)
+    b.add_argument("--smp", type=int, default=2)
+    b.add_argument("--mem", default="4G")
+    b.add_argument("--show", metavar="PREFIX",
+                   help="print console lines starting with PREFIX")
+    args = p.parse_args()
+    return {"check": cmd_check, "demo": cmd_demo, "boot": cmd_boot}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
