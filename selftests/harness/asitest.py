@@ -300,7 +300,7 @@ def run_suite_boot(args, results, name, append, plan, kunit=True, **kw):
     v = b.verdict()
     results.add("fail" if v else "pass", f"{name}/boot", v or "", b.log)
     if kunit:
-        parse_kunit(b, results, ["asi_param", "asi_domain"])
+        parse_kunit(b, results, ["asi_param", "asi_domain", "asi_switch"])
     parse_plan(b, results, expected)
     return b
 
@@ -342,6 +342,10 @@ def cmd_check(args):
                    idle_timeout=idle)
     run_suite_boot(args, results, "asi-on", "asi=on", plan, timeout=limit,
                    idle_timeout=idle)
+    # PTI on, as on the Intel CPUs that need it: the switch tests must
+    # hold with PTI's CR3 handling in the entry code.
+    run_suite_boot(args, results, "asi-on-pti", "asi=on pti=on", "param",
+                   timeout=300)
     # Bad input: the last asi= counts, an invalid value keeps the default.
     run_suite_boot(args, results, "asi-bad", "asi=on asi=bogus", "param",
                    timeout=300, kunit=False)

@@ -9,9 +9,36 @@
  * Stubs for CONFIG_MITIGATION_ADDRESS_SPACE_ISOLATION=n: ASI is never
  * enabled, and every hook compiles to nothing.
  */
+enum asi_exit_reason {
+	ASI_EXIT_OWNER,
+	ASI_EXIT_SCHED,
+	ASI_EXIT_USER,
+	ASI_EXIT_NR,
+};
+
+struct pt_regs;
+struct asi;
+
+#define DECLARE_PER_CPU_ASI(type, name)	DECLARE_PER_CPU(type, name)
+#define DEFINE_PER_CPU_ASI(type, name)	DEFINE_PER_CPU(type, name)
+
 static __always_inline bool asi_enabled(void)
 {
 	return false;
+}
+
+static __always_inline void asi_exit(enum asi_exit_reason reason) { }
+
+static __always_inline bool asi_handle_fault(struct pt_regs *regs,
+					     unsigned long error_code,
+					     unsigned long address)
+{
+	return false;
+}
+
+static __always_inline struct asi *asi_current(void)
+{
+	return NULL;
 }
 
 #endif /* __ASM_GENERIC_ASI_H */

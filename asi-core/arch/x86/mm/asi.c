@@ -30,7 +30,12 @@
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <asm/cpu_entry_area.h>
 #include <asm/pgalloc.h>
+#include <asm/processor.h>
+#include <asm/sections.h>
+#include <asm/set_memory.h>
+#include <asm/special_insns.h>
 #include <asm/tlbflush.h>
 
 #include "mm_internal.h"
@@ -102,7 +107,11 @@ static DEFINE_MUTEX(asi_domains_lock);
 static DEFINE_MTREE(asi_allowlist);
 static atomic_t asi_next_id = ATOMIC_INIT(0);
 
+DEFINE_PER_CPU_ASI(struct asi_cpu_state, asi_cpu);
+EXPORT_PER_CPU_SYMBOL_GPL(asi_cpu);
+
 static const char * const asi_owner_class_names[] = {
+	[ASI_OWNER_ALWAYS]	= "always",
 	[ASI_OWNER_ALLOWLIST]	= "allowlist",
 	[ASI_OWNER_DOMAIN]	= "domain",
 };
@@ -358,14 +367,22 @@ static unsigned long asi_pud_tables(pud_t *pud, bool free)
 	return n;
 }
 
+/* The kernel's P4D entry of the cpu_entry_area, which domains share. */
+static p4d_t *asi_kernel_cea_p4d(void)
+{
+	return p4d_offset(pgd_offset_k(CPU_ENTRY_AREA_BASE), CPU_ENTRY_AREA_BASE);
+}
+
 static unsigned long asi_p4d_tables(p4d_t *p4d, int entries, bool free)
 {
 	unsigned long n = 0;
 	int i;
 
 	for (i = 0; i < entries; i++) {
-		if (!p4d_none(p4d[i]))
-			n += asi_pud_tables(p4d_pgtable(p4d[i]), free);
+		/* The shared cpu_entry_area tables are the kernel's. */
+		if (p4d_none(p4d[i]) || p4d_val(p4d[i]) == p4d_val(*asi_kernel_cea_p4d()))
+			continue;
+		n += asi_pud_tables(p4d_pgtable(p4d[i]), free);
 	}
 	return n;
 }
@@ -430,6 +447,82 @@ static void asi_free(struct asi *asi)
 	kfree(asi);
 }
 
+/*
+ * Share the kernel's cpu_entry_area tables, as PTI does for its user
+ * table: they hold only what entry needs (IDT, GDT, TSS, entry and
+ * exception stacks) for every CPU, and sharing them keeps every CPU's
+ * entry area mapped in every domain without copying it.
+ */
+static int asi_share_cea(struct asi *asi)
+{
+	unsigned long va = CPU_ENTRY_AREA_BASE;
+	struct asi_range *r;
+	p4d_t *p4d;
+	int err;
+
+	r = kmalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
+	if (!r)
+		return -ENOMEM;
+	*r = (struct asi_range){ .start = va, .end = va + CPU_ENTRY_AREA_MAP_SIZE,
+				 .owner = "cpu_entry_area", .class = ASI_OWNER_ALWAYS };
+	err = mtree_insert_range(&asi->ranges, r->start, r->end - 1, r, GFP_KERNEL_ACCOUNT);
+	if (err)
+		goto fail;
+	p4d = pgtable_walk_alloc_p4d(asi->pgd + pgd_index(va), va, ASI_GFP);
+	if (!p4d) {
+		mtree_erase(&asi->ranges, r->start);
+		err = -ENOMEM;
+		goto fail;
+	}
+	set_p4d(p4d, *asi_kernel_cea_p4d());
+	return 0;
+fail:
+	kfree(r);
+	return err;
+}
+
+/*
+ * The always-mapped set: what any code needs to run on a restricted table
+ * and what the switch, entry and fault paths touch there.
+ */
+static int asi_map_always(struct asi *asi)
+{
+	unsigned int cpu;
+	int err;
+
+	/*
+	 * Kernel text and rodata, as PTI may map them to user space: they
+	 * are in the kernel image anyone can read. Past rodata lie secrets.
+	 */
+	err = asi_map_range(asi, PFN_ALIGN(_text), (unsigned long)__end_rodata_aligned,
+			    "kernel text+rodata", ASI_OWNER_ALWAYS);
+	if (err)
+		return err;
+	err = asi_share_cea(asi);
+	if (err)
+		return err;
+
+	for_each_possible_cpu(cpu) {
+		unsigned long off = per_cpu_offset(cpu);
+
+		/* DEFINE_PER_CPU_ASI() variables: pages of their own. */
+		if ((unsigned long)__per_cpu_asi_end > (unsigned long)__per_cpu_asi_start) {
+			err = asi_map_range(asi, (unsigned long)__per_cpu_asi_start + off,
+					    (unsigned long)__per_cpu_asi_end + off,
+					    "per-CPU ASI section", ASI_OWNER_ALWAYS);
+			if (err)
+				return err;
+		}
+		/* The first per-CPU page: the gs base and stack canary. */
+		err = asi_map_range(asi, (unsigned long)&per_cpu(fixed_percpu_data, cpu),
+				    (unsigned long)&per_cpu(fixed_percpu_data, cpu) + PAGE_SIZE,
+				    "fixed_percpu_data", ASI_OWNER_ALWAYS);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 /* Map every allowlist range into a new domain; asi_domains_lock held. */
 static int asi_map_allowlist(struct asi *asi)
 {
@@ -450,7 +543,8 @@ static int asi_map_allowlist(struct asi *asi)
  * asi_create() - create a domain
  * @name: a name for debugfs and messages (copied, truncated to 31 bytes)
  *
- * The new domain maps the allowlist and nothing else. Can sleep.
+ * The new domain maps the always-mapped set and the allowlist, nothing
+ * else. Can sleep.
  *
  * Return: the domain with one reference; ERR_PTR(-EOPNOTSUPP) when ASI is
  * off, or the error of mapping the allowlist (-ENOMEM). Nothing is left
@@ -473,13 +567,16 @@ struct asi *asi_create(const char *name)
 		return ERR_PTR(-ENOMEM);
 	}
 	refcount_set(&asi->refcount, 1);
+	asi->cr3 = __sme_pa(asi->pgd);
 	mutex_init(&asi->lock);
 	mt_init(&asi->ranges);
 	strscpy(asi->name, name, sizeof(asi->name));
 	asi->id = atomic_inc_return(&asi_next_id);
 
 	mutex_lock(&asi_domains_lock);
-	err = asi_map_allowlist(asi);
+	err = asi_map_always(asi);
+	if (!err)
+		err = asi_map_allowlist(asi);
 	if (!err)
 		list_add_tail(&asi->list, &asi_domains);
 	mutex_unlock(&asi_domains_lock);
@@ -490,6 +587,21 @@ struct asi *asi_create(const char *name)
 	return asi;
 }
 EXPORT_SYMBOL_GPL(asi_create);
+
+/*
+ * No CPU may still have @asi entered when its last reference goes: CPUs
+ * leave their domain before any context switch, so the owner's tasks
+ * having stopped means the CPUs are gone from it. Translations of its
+ * table were flushed when each CPU left (every switch flushes).
+ */
+static void asi_check_unused(struct asi *asi)
+{
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu)
+		WARN_ONCE(READ_ONCE(per_cpu(asi_cpu.curr, cpu)) == asi,
+			  "ASI: %s destroyed while CPU %u is on it\n", asi->name, cpu);
+}
 
 /**
  * asi_get() - take a reference on a domain
@@ -522,6 +634,7 @@ void asi_put(struct asi *asi)
 		return;
 	list_del(&asi->list);
 	mutex_unlock(&asi_domains_lock);
+	asi_check_unused(asi);
 	asi_free(asi);
 }
 EXPORT_SYMBOL_GPL(asi_put);
@@ -631,10 +744,121 @@ void asi_for_each_range(struct asi *asi,
 EXPORT_SYMBOL_GPL(asi_for_each_range);
 
 /**
+ * asi_enter() - switch this CPU to a domain's restricted table
+ * @asi: the domain
+ *
+ * From idle, or from relaxed on the same domain (after a fallback fault):
+ * CR3 is loaded with @asi's table, flushing the PCID in use. A no-op if
+ * the CPU already runs on it. Entering a second domain without leaving
+ * the first is a bug: the first is left. Interrupts must be off (the
+ * state belongs to this CPU until asi_exit()).
+ */
+noinstr void asi_enter(struct asi *asi)
+{
+	struct asi *curr = this_cpu_read(asi_cpu.curr);
+	unsigned long cr3 = __native_read_cr3();
+
+	if (curr == asi && cr3 == this_cpu_read(asi_cpu.curr_cr3))
+		return;
+	if (unlikely(curr && curr != asi))
+		__asi_exit(ASI_EXIT_OWNER);
+
+	if (!curr || curr != asi) {
+		/* Name the domain before CR3 holds its table. */
+		this_cpu_write(asi_cpu.full_cr3, cr3);
+		this_cpu_write(asi_cpu.curr_cr3, asi->cr3 | (cr3 & ~CR3_ADDR_MASK));
+		this_cpu_write(asi_cpu.curr_id, asi->id);
+		barrier();
+		this_cpu_write(asi_cpu.curr, asi);
+		barrier();
+	}
+	this_cpu_inc(asi_cpu.enters);
+	native_write_cr3(this_cpu_read(asi_cpu.curr_cr3));
+}
+EXPORT_SYMBOL_GPL(asi_enter);
+
+/**
+ * __asi_exit() - leave the domain, back to the full table
+ * @reason: why, for the counters
+ *
+ * Called through asi_exit(), which is a static branch with ASI off. A
+ * no-op when no domain is entered. Interrupts must be off.
+ */
+noinstr void __asi_exit(enum asi_exit_reason reason)
+{
+	if (!this_cpu_read(asi_cpu.curr))
+		return;
+	if (__native_read_cr3() == this_cpu_read(asi_cpu.curr_cr3)) {
+		native_write_cr3(this_cpu_read(asi_cpu.full_cr3));
+		this_cpu_write(asi_cpu.need_flush, true);
+	}
+	/* Forget the domain only once CR3 is off its table. */
+	barrier();
+	this_cpu_write(asi_cpu.curr, NULL);
+	if (reason < ASI_EXIT_NR)
+		this_cpu_inc(asi_cpu.exits[reason]);
+}
+EXPORT_SYMBOL_GPL(__asi_exit);
+
+/**
+ * __asi_handle_fault() - the fault-driven fallback
+ * @regs: the faulting context
+ * @error_code: the page-fault error code
+ * @address: the faulting address
+ *
+ * Called first thing in the page-fault handler, through asi_handle_fault(),
+ * before anything that the restricted table may not map. A kernel-mode
+ * fault taken on a restricted table switches to the full table and is
+ * recorded; the faulting access is then retried. Touches only the per-CPU
+ * ASI state and the stack.
+ *
+ * Return: true if the fault was handled so and must be retried.
+ */
+noinstr bool __asi_handle_fault(struct pt_regs *regs, unsigned long error_code,
+				unsigned long address)
+{
+	struct asi *curr = this_cpu_read(asi_cpu.curr);
+
+	if (!curr || user_mode(regs))
+		return false;
+	/* Relaxed already: the full table took this fault, as without ASI. */
+	if (__native_read_cr3() != this_cpu_read(asi_cpu.curr_cr3))
+		return false;
+
+	native_write_cr3(this_cpu_read(asi_cpu.full_cr3));
+	this_cpu_write(asi_cpu.need_flush, true);
+	this_cpu_inc(asi_cpu.fallbacks);
+	this_cpu_write(asi_cpu.last_fault.address, address);
+	this_cpu_write(asi_cpu.last_fault.ip, regs->ip);
+	this_cpu_write(asi_cpu.last_fault.error_code, error_code);
+	this_cpu_write(asi_cpu.last_fault.domain, this_cpu_read(asi_cpu.curr_id));
+	return true;
+}
+
+/**
+ * asi_need_flush() - did this CPU use the full table since the last call?
+ *
+ * For the domain's owner, right before it runs untrusted code on the
+ * restricted table: a flush of what the full table may have brought into
+ * the caches is needed only if so. Clears the indication.
+ *
+ * Return: true if this CPU left a restricted table since the last call.
+ */
+noinstr bool asi_need_flush(void)
+{
+	bool need = this_cpu_read(asi_cpu.need_flush);
+
+	if (need)
+		this_cpu_write(asi_cpu.need_flush, false);
+	return need;
+}
+EXPORT_SYMBOL_GPL(asi_need_flush);
+
+/**
  * asi_owner_class_name() - the name of an owner class
  * @class: the class
  *
- * Return: "allowlist" or "domain".
+ * Return: "always", "allowlist" or "domain".
  */
 const char *asi_owner_class_name(enum asi_owner_class class)
 {
@@ -697,6 +921,45 @@ static int asi_allowlist_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(asi_allowlist);
 
+/*
+ * With ASI on, nothing but kernel text may be global: a global translation
+ * survives the switch to a restricted table. The direct map and vmalloc
+ * are made non-global where the kernel's default protections are set up
+ * (as for PTI); here the kernel image past rodata follows. Like PTI, clear
+ * up to the PMD boundary: the image is mapped with PMDs.
+ */
+static int __init asi_init(void)
+{
+	unsigned long start = (unsigned long)__end_rodata_aligned;
+	unsigned long end = ALIGN((unsigned long)_end, PMD_SIZE);
+
+	if (!asi_enabled())
+		return 0;
+	set_memory_nonglobal(start, (end - start) >> PAGE_SHIFT);
+	return 0;
+}
+early_initcall(asi_init);
+
+static int asi_cpus_show(struct seq_file *m, void *v)
+{
+	unsigned int cpu;
+
+	seq_puts(m, "cpu\tdomain\tenters\texit_owner\texit_sched\texit_user\tfallbacks\tlast_fault_ip\tlast_fault_address\n");
+	for_each_online_cpu(cpu) {
+		struct asi_cpu_state *st = per_cpu_ptr(&asi_cpu, cpu);
+
+		seq_printf(m, "%u\t%u\t%lu\t%lu\t%lu\t%lu\t%lu\t%pS\t%#lx\n", cpu,
+			   READ_ONCE(st->curr) ? READ_ONCE(st->curr_id) : 0,
+			   READ_ONCE(st->enters), READ_ONCE(st->exits[ASI_EXIT_OWNER]),
+			   READ_ONCE(st->exits[ASI_EXIT_SCHED]),
+			   READ_ONCE(st->exits[ASI_EXIT_USER]), READ_ONCE(st->fallbacks),
+			   (void *)READ_ONCE(st->last_fault.ip),
+			   READ_ONCE(st->last_fault.address));
+	}
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(asi_cpus);
+
 static int __init asi_report(void)
 {
 	struct dentry *dir;
@@ -709,6 +972,7 @@ static int __init asi_report(void)
 	if (asi_enabled()) {
 		debugfs_create_file("domains", 0400, dir, NULL, &asi_domains_fops);
 		debugfs_create_file("allowlist", 0400, dir, NULL, &asi_allowlist_fops);
+		debugfs_create_file("cpus", 0400, dir, NULL, &asi_cpus_fops);
 	}
 	return 0;
 }

@@ -3,17 +3,25 @@
  * KUnit tests for x86 Address Space Isolation.
  *
  * asi_param: the asi= parser. asi_domain: domains and the mapping API,
- * checked against the kernel's own page table (run with asi=on; skipped
- * otherwise, since no domain can exist with ASI off).
+ * checked against the kernel's own page table. asi_switch: entering and
+ * leaving a domain, and the fault-driven fallback, for real on this CPU.
+ * asi_domain and asi_switch run with asi=on and are skipped otherwise,
+ * since no domain can exist with ASI off.
  */
 #include <kunit/test.h>
 #include <linux/asi.h>
 #include <linux/gfp.h>
 #include <linux/mm.h>
 #include <linux/percpu.h>
+#include <linux/sched/task_stack.h>
 #include <linux/slab.h>
+#include <linux/uaccess.h>
 #include <linux/vmalloc.h>
+#include <asm/apic.h>
+#include <asm/cpu_entry_area.h>
+#include <asm/nmi.h>
 #include <asm/pgtable.h>
+#include <asm/special_insns.h>
 
 static void asi_parse_accepts_on(struct kunit *test)
 {
@@ -119,14 +127,23 @@ static void expect_mapped_like_kernel(struct kunit *test, struct asi *asi,
 	}
 }
 
-static void asi_create_maps_nothing_of_the_caller(struct kunit *test)
+/* A page of the kernel image past rodata: not in the always-mapped set. */
+static char asi_test_image_page[PAGE_SIZE] __aligned(PAGE_SIZE);
+
+static void asi_create_maps_only_the_always_mapped_set(struct kunit *test)
 {
 	struct asi *asi = test->priv;
 	void *page = kunit_kmalloc(test, PAGE_SIZE, GFP_KERNEL);
 
 	KUNIT_ASSERT_NOT_NULL(test, page);
 	KUNIT_EXPECT_FALSE(test, pte_present(asi_lookup(asi, (unsigned long)page)));
-	KUNIT_EXPECT_FALSE(test, pte_present(asi_lookup(asi, (unsigned long)_stext)));
+	KUNIT_EXPECT_FALSE(test, pte_present(asi_lookup(asi, (unsigned long)asi_test_image_page)));
+	KUNIT_EXPECT_FALSE(test, pte_present(asi_lookup(asi, (unsigned long)current)));
+	/* Text, the ASI per-CPU state and the entry area are always there. */
+	expect_mapped_like_kernel(test, asi, (unsigned long)_stext, PAGE_SIZE);
+	expect_mapped_like_kernel(test, asi, (unsigned long)this_cpu_ptr(&asi_cpu),
+				  sizeof(struct asi_cpu_state));
+	KUNIT_EXPECT_TRUE(test, pte_present(asi_lookup(asi, CPU_ENTRY_AREA_RO_IDT)));
 }
 
 static void asi_map_direct_map_page_splits_only_the_domain(struct kunit *test)
@@ -181,9 +198,11 @@ static void asi_map_percpu_and_kernel_image(struct kunit *test)
 
 	KUNIT_EXPECT_EQ(test, asi_map(asi, pcpu, sizeof(unsigned long), "kunit"), 0);
 	expect_mapped_like_kernel(test, asi, (unsigned long)pcpu, sizeof(unsigned long));
-	KUNIT_EXPECT_EQ(test, asi_map(asi, _stext, PAGE_SIZE, "kunit"), 0);
-	expect_mapped_like_kernel(test, asi, (unsigned long)_stext, PAGE_SIZE);
-	asi_unmap(asi, _stext, PAGE_SIZE);
+	KUNIT_EXPECT_EQ(test, asi_map(asi, asi_test_image_page, PAGE_SIZE, "kunit"), 0);
+	expect_mapped_like_kernel(test, asi, (unsigned long)asi_test_image_page, PAGE_SIZE);
+	asi_unmap(asi, asi_test_image_page, PAGE_SIZE);
+	/* The always-mapped set cannot be mapped over. */
+	KUNIT_EXPECT_EQ(test, asi_map(asi, _stext, PAGE_SIZE, "kunit"), -EEXIST);
 	asi_unmap(asi, pcpu, sizeof(unsigned long));
 }
 
@@ -273,7 +292,7 @@ static void asi_ranges_record_owner(struct kunit *test)
 }
 
 static struct kunit_case asi_domain_cases[] = {
-	KUNIT_CASE(asi_create_maps_nothing_of_the_caller),
+	KUNIT_CASE(asi_create_maps_only_the_always_mapped_set),
 	KUNIT_CASE(asi_map_direct_map_page_splits_only_the_domain),
 	KUNIT_CASE(asi_map_vmalloc_range),
 	KUNIT_CASE(asi_map_percpu_and_kernel_image),
@@ -291,7 +310,295 @@ static struct kunit_suite asi_domain_suite = {
 	.test_cases = asi_domain_cases,
 };
 
-kunit_test_suites(&asi_param_suite, &asi_domain_suite);
+/*
+ * The switch tests run on the domain created by asi_domain_init(), with
+ * this test's stack and one page ("mapped") mapped into it and another
+ * page ("unmapped") left out. Between asi_enter() and asi_exit() they
+ * touch only the stack, those pages and the per-CPU ASI state.
+ */
+struct asi_switch_env {
+	struct asi *asi;
+	unsigned long *mapped;
+	unsigned long *unmapped;
+	bool mapped_mapped;
+	bool stack_mapped;
+};
+
+static int asi_switch_init(struct kunit *test)
+{
+	struct asi_switch_env *env;
+	int err;
+
+	env = kunit_kzalloc(test, sizeof(*env), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, env);
+	err = asi_domain_init(test);
+	if (err)
+		return err;
+	env->asi = test->priv;
+	test->priv = env;
+	env->mapped = (unsigned long *)__get_free_page(GFP_KERNEL);
+	env->unmapped = (unsigned long *)__get_free_page(GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, env->mapped);
+	KUNIT_ASSERT_NOT_NULL(test, env->unmapped);
+	*env->mapped = 0x1234;
+	*env->unmapped = 0x5678;
+	KUNIT_ASSERT_EQ(test, asi_map(env->asi, env->mapped, PAGE_SIZE, "kunit"), 0);
+	env->mapped_mapped = true;
+	KUNIT_ASSERT_EQ(test, asi_map(env->asi, task_stack_page(current), THREAD_SIZE,
+				      "kunit stack"), 0);
+	env->stack_mapped = true;
+	return 0;
+}
+
+static void asi_switch_exit(struct kunit *test)
+{
+	struct asi_switch_env *env = test->priv;
+
+	if (!env)
+		return;
+	if (env->stack_mapped)
+		asi_unmap(env->asi, task_stack_page(current), THREAD_SIZE);
+	if (env->mapped_mapped)
+		asi_unmap(env->asi, env->mapped, PAGE_SIZE);
+	asi_put(env->asi);
+	free_page((unsigned long)env->mapped);
+	free_page((unsigned long)env->unmapped);
+}
+
+static unsigned long cr3_addr(unsigned long cr3)
+{
+	return cr3 & CR3_ADDR_MASK;
+}
+
+struct asi_probe {
+	unsigned long cr3_before, cr3_in, cr3_after_mapped, cr3_after_unmapped, cr3_out;
+	unsigned long v_mapped, v_unmapped;
+	unsigned long fb_before, fb_after_mapped, fb_after_unmapped;
+	unsigned long enters_before, enters_after;
+};
+
+/* Everything between enter and exit stays in registers, stack, ASI state. */
+static noinline void asi_probe_run(struct asi_switch_env *env, struct asi_probe *p)
+{
+	unsigned long *mapped = env->mapped, *unmapped = env->unmapped;
+	struct asi *asi = env->asi;
+	unsigned long flags;
+
+	local_irq_save(flags);
+	p->cr3_before = __native_read_cr3();
+	p->fb_before = this_cpu_read(asi_cpu.fallbacks);
+	p->enters_before = this_cpu_read(asi_cpu.enters);
+	asi_enter(asi);
+	asi_enter(asi);		/* idempotent */
+	p->cr3_in = __native_read_cr3();
+	p->v_mapped = READ_ONCE(*mapped);
+	p->fb_after_mapped = this_cpu_read(asi_cpu.fallbacks);
+	p->cr3_after_mapped = __native_read_cr3();
+	p->v_unmapped = READ_ONCE(*unmapped);
+	p->fb_after_unmapped = this_cpu_read(asi_cpu.fallbacks);
+	p->cr3_after_unmapped = __native_read_cr3();
+	p->enters_after = this_cpu_read(asi_cpu.enters);
+	asi_exit(ASI_EXIT_OWNER);
+	p->cr3_out = __native_read_cr3();
+	local_irq_restore(flags);
+}
+
+static void asi_enter_switches_and_fallback_restores(struct kunit *test)
+{
+	struct asi_switch_env *env = test->priv;
+	struct asi_probe p = {};
+
+	asi_probe_run(env, &p);
+
+	KUNIT_EXPECT_EQ(test, cr3_addr(p.cr3_in), (unsigned long)__pa(env->asi->pgd));
+	KUNIT_EXPECT_EQ(test, p.enters_after, p.enters_before + 1);
+	/* A mapped page reads fine, on the restricted table, no fault. */
+	KUNIT_EXPECT_EQ(test, p.v_mapped, 0x1234UL);
+	KUNIT_EXPECT_EQ(test, p.fb_after_mapped, p.fb_before);
+	KUNIT_EXPECT_EQ(test, p.cr3_after_mapped, p.cr3_in);
+	/* An unmapped one falls back to the full table and reads fine too. */
+	KUNIT_EXPECT_EQ(test, p.v_unmapped, 0x5678UL);
+	KUNIT_EXPECT_EQ(test, p.fb_after_unmapped, p.fb_before + 1);
+	KUNIT_EXPECT_EQ(test, cr3_addr(p.cr3_after_unmapped), cr3_addr(p.cr3_before));
+	/* And exit returns to exactly where enter started. */
+	KUNIT_EXPECT_EQ(test, cr3_addr(p.cr3_out), cr3_addr(p.cr3_before));
+	KUNIT_EXPECT_PTR_EQ(test, asi_current(), NULL);
+	KUNIT_EXPECT_EQ(test, this_cpu_read(asi_cpu.last_fault.address),
+			(unsigned long)env->unmapped);
+	KUNIT_EXPECT_EQ(test, this_cpu_read(asi_cpu.last_fault.domain), env->asi->id);
+}
+
+static noinline long asi_probe_bad_read(struct asi_switch_env *env, void *bad,
+					unsigned long *fallbacks)
+{
+	struct asi *asi = env->asi;
+	unsigned long flags, v, before;
+	long ret;
+
+	local_irq_save(flags);
+	before = this_cpu_read(asi_cpu.fallbacks);
+	asi_enter(asi);
+	ret = copy_from_kernel_nofault(&v, bad, sizeof(v));
+	*fallbacks = this_cpu_read(asi_cpu.fallbacks) - before;
+	asi_exit(ASI_EXIT_OWNER);
+	local_irq_restore(flags);
+	return ret;
+}
+
+/* Invariant 6: what the full table does not map either still faults. */
+static void asi_fault_unmapped_everywhere_still_faults(struct kunit *test)
+{
+	struct asi_switch_env *env = test->priv;
+	void *area = vmalloc(PAGE_SIZE);
+	unsigned long fallbacks;
+
+	KUNIT_ASSERT_NOT_NULL(test, area);
+	/* The guard page after a vmalloc area is mapped nowhere. */
+	KUNIT_EXPECT_EQ(test, asi_probe_bad_read(env, area + PAGE_SIZE, &fallbacks), -EFAULT);
+	KUNIT_EXPECT_EQ(test, fallbacks, 1UL);
+	vfree(area);
+}
+
+static noinline void asi_probe_flush(struct asi_switch_env *env, bool need[4])
+{
+	unsigned long *unmapped = env->unmapped;
+	struct asi *asi = env->asi;
+	unsigned long flags;
+
+	local_irq_save(flags);
+	asi_need_flush();
+	asi_enter(asi);
+	need[0] = asi_need_flush();		/* restricted only: no */
+	READ_ONCE(*unmapped);			/* fallback */
+	need[1] = asi_need_flush();		/* yes */
+	asi_enter(asi);				/* relaxed -> active */
+	need[2] = asi_need_flush();		/* no */
+	asi_exit(ASI_EXIT_OWNER);
+	need[3] = asi_need_flush();		/* yes */
+	local_irq_restore(flags);
+}
+
+static void asi_need_flush_only_after_full_table_use(struct kunit *test)
+{
+	struct asi_switch_env *env = test->priv;
+	bool need[4];
+
+	asi_probe_flush(env, need);
+	KUNIT_EXPECT_FALSE(test, need[0]);
+	KUNIT_EXPECT_TRUE(test, need[1]);
+	KUNIT_EXPECT_FALSE(test, need[2]);
+	KUNIT_EXPECT_TRUE(test, need[3]);
+}
+
+static unsigned long sched_exits(void)
+{
+	unsigned long n = 0;
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu)
+		n += READ_ONCE(per_cpu(asi_cpu.exits[ASI_EXIT_SCHED], cpu));
+	return n;
+}
+
+/* Invariant 4: a context switch leaves the domain, interrupts and all. */
+static void asi_context_switch_leaves_domain(struct kunit *test)
+{
+	struct asi_switch_env *env = test->priv;
+	unsigned long before = sched_exits();
+	struct asi *asi = env->asi;
+
+	local_irq_disable();
+	asi_enter(asi);
+	local_irq_enable();
+	/* Interrupts may land here, on the restricted table, and fall back. */
+	schedule_timeout_uninterruptible(2);
+	KUNIT_EXPECT_PTR_EQ(test, asi_current(), NULL);
+	KUNIT_EXPECT_GE(test, sched_exits(), before + 1);
+}
+
+/* In the ASI per-CPU section: readable on the restricted table. */
+static DEFINE_PER_CPU_ASI(int, asi_test_nmis);
+static DEFINE_PER_CPU(int, asi_test_nmi_consistent);
+
+static int asi_test_nmi(unsigned int type, struct pt_regs *regs)
+{
+	unsigned long cr3 = __native_read_cr3();
+
+	if (!this_cpu_read(asi_test_nmis) && this_cpu_read(asi_cpu.curr)) {
+		/* This handler's data is not mapped: it already fell back. */
+		this_cpu_write(asi_test_nmi_consistent,
+			       cr3 == this_cpu_read(asi_cpu.full_cr3));
+		this_cpu_write(asi_test_nmis, 1);
+		return NMI_HANDLED;
+	}
+	return NMI_DONE;
+}
+
+static noinline void asi_probe_nmi(struct asi_switch_env *env, unsigned long *cr3,
+				   unsigned long *fallbacks, int *seen)
+{
+	struct asi *asi = env->asi;
+	unsigned long flags, before;
+	int i;
+
+	local_irq_save(flags);
+	this_cpu_write(asi_test_nmis, 0);
+	before = this_cpu_read(asi_cpu.fallbacks);
+	asi_enter(asi);
+	__apic_send_IPI_self(NMI_VECTOR);
+	for (i = 0; i < 10000000 && !this_cpu_read(asi_test_nmis); i++)
+		cpu_relax();
+	*seen = this_cpu_read(asi_test_nmis);
+	*cr3 = __native_read_cr3();
+	*fallbacks = this_cpu_read(asi_cpu.fallbacks) - before;
+	asi_exit(ASI_EXIT_OWNER);
+	local_irq_restore(flags);
+}
+
+/*
+ * Invariant 5: an NMI on a restricted table is handled (its first access
+ * to unmapped data falls back, inside the NMI), and when it returns CR3
+ * and the ASI state agree: still in the domain, on the full table (or
+ * back on the restricted one where the NMI exit restores CR3, as with
+ * PTI).
+ */
+static void asi_nmi_on_restricted_table_falls_back(struct kunit *test)
+{
+	struct asi_switch_env *env = test->priv;
+	unsigned long cr3, fallbacks;
+	int seen, err;
+
+	err = register_nmi_handler(NMI_LOCAL, asi_test_nmi, 0, "asi_test");
+	KUNIT_ASSERT_EQ(test, err, 0);
+	asi_probe_nmi(env, &cr3, &fallbacks, &seen);
+	unregister_nmi_handler(NMI_LOCAL, "asi_test");
+
+	KUNIT_EXPECT_EQ(test, seen, 1);
+	KUNIT_EXPECT_EQ(test, this_cpu_read(asi_test_nmi_consistent), 1);
+	KUNIT_EXPECT_GE(test, fallbacks, 1UL);
+	KUNIT_EXPECT_TRUE_MSG(test, cr3_addr(cr3) == cr3_addr(__pa(env->asi->pgd)) ||
+				    cr3_addr(cr3) == cr3_addr(this_cpu_read(asi_cpu.full_cr3)),
+			      "CR3 %#lx after the NMI is neither table", cr3);
+	KUNIT_EXPECT_PTR_EQ(test, asi_current(), NULL);
+}
+
+static struct kunit_case asi_switch_cases[] = {
+	KUNIT_CASE(asi_enter_switches_and_fallback_restores),
+	KUNIT_CASE(asi_fault_unmapped_everywhere_still_faults),
+	KUNIT_CASE(asi_need_flush_only_after_full_table_use),
+	KUNIT_CASE(asi_context_switch_leaves_domain),
+	KUNIT_CASE(asi_nmi_on_restricted_table_falls_back),
+	{}
+};
+
+static struct kunit_suite asi_switch_suite = {
+	.name = "asi_switch",
+	.init = asi_switch_init,
+	.exit = asi_switch_exit,
+	.test_cases = asi_switch_cases,
+};
+
+kunit_test_suites(&asi_param_suite, &asi_domain_suite, &asi_switch_suite);
 
 MODULE_DESCRIPTION("KUnit tests for x86 Address Space Isolation");
 MODULE_LICENSE("GPL");

@@ -23,6 +23,46 @@
  *			behalf of a named owner. Sleeps.
  * asi_allowlist_remove() Undo it, flushing on every CPU. Sleeps.
  *
+ * Every domain also maps the always-mapped set, built at creation: kernel
+ * text and rodata (what PTI may map to user space too), the cpu_entry_area
+ * (IDT, GDT, TSS, entry and exception stacks; shared with the kernel's own
+ * table, as PTI does), the per-CPU variables defined with
+ * DEFINE_PER_CPU_ASI() and the first per-CPU page (gs base, canary).
+ *
+ * The switch. Each CPU is in one of three states:
+ *
+ *   idle	no domain entered; CR3 holds the task's full table
+ *   active	domain D entered; CR3 holds D's restricted table
+ *   relaxed	domain D entered, but a fallback fault (or an interrupted
+ *		context's CR3 restore) left CR3 on the full table
+ *
+ * The per-CPU state names D; whether the CPU is active or relaxed is read
+ * from CR3 itself, so the two can never disagree, whatever interrupt or
+ * NMI lands in the middle of a switch: the domain is named before CR3 is
+ * loaded with its table and forgotten only after CR3 is back on the full
+ * table.
+ *
+ * asi_enter(D)		idle or relaxed -> active. noinstr, IRQs off.
+ * asi_exit()		-> idle (no-op when idle). noinstr, IRQs off. Forced
+ *			before a context switch and before the return to
+ *			user space.
+ * fallback fault	active -> relaxed, in the page-fault handler, for a
+ *			kernel-mode fault on the restricted table: CR3 goes
+ *			to the full table and the access is retried there.
+ *			If the full table does not map the address either,
+ *			the retry faults again and takes the normal path,
+ *			oops included (invariant 6).
+ * asi_need_flush()	Whether this CPU left a restricted table (fallback or
+ *			exit) since the last call: the owner flushes what
+ *			its mitigations need only then.
+ *
+ * Translations: the restricted table runs under the same PCID as the full
+ * table it replaces and every switch flushes it (no CR3_NOFLUSH), and with
+ * ASI on the kernel's own mappings are not global (as with PTI), except
+ * kernel text. So no translation of the full table, or of another domain,
+ * survives a switch. Giving each domain a PCID of its own, to stop paying
+ * for those flushes, is future work.
+ *
  * Boot: ASI is off unless the kernel is booted with "asi=on". The decision
  * is taken once, in early boot, and is visible as the static key
  * asi_enabled_key; with ASI off every hook is a not-taken static branch.
@@ -42,8 +82,11 @@
 #include <linux/maple_tree.h>
 #include <linux/mutex.h>
 #include <linux/refcount.h>
+#include <linux/percpu-defs.h>
 #include <linux/types.h>
 #include <asm/pgtable_types.h>
+
+struct pt_regs;
 
 DECLARE_STATIC_KEY_FALSE(asi_enabled_key);
 
@@ -70,10 +113,12 @@ enum asi_boot_mode asi_parse_boot_mode(const char *arg);
 
 /**
  * enum asi_owner_class - why a range is mapped in a domain
+ * @ASI_OWNER_ALWAYS: the always-mapped set of every domain
  * @ASI_OWNER_ALLOWLIST: on the allowlist, mapped in every domain
  * @ASI_OWNER_DOMAIN: mapped by the domain's owner with asi_map()
  */
 enum asi_owner_class {
+	ASI_OWNER_ALWAYS,
 	ASI_OWNER_ALLOWLIST,
 	ASI_OWNER_DOMAIN,
 };
@@ -81,6 +126,7 @@ enum asi_owner_class {
 /**
  * struct asi - an ASI domain: a restricted kernel page table
  * @pgd: the top-level table (PGD_ALLOCATION_ORDER pages, like any PGD)
+ * @cr3: the CR3 address bits that load @pgd
  * @refcount: references; the last asi_put() frees the domain
  * @lock: serializes changes to the table and to @ranges
  * @ranges: what is mapped, [start, end - 1] -> struct asi_range (owner)
@@ -90,6 +136,7 @@ enum asi_owner_class {
  */
 struct asi {
 	pgd_t *pgd;
+	unsigned long cr3;
 	refcount_t refcount;
 	struct mutex lock;
 	struct maple_tree ranges;
@@ -97,6 +144,95 @@ struct asi {
 	unsigned int id;
 	char name[32];
 };
+
+/* Per-CPU variables the switch, entry and fault paths touch on a
+ * restricted table: they live in page-aligned pages of their own, mapped
+ * in every domain. */
+#define DECLARE_PER_CPU_ASI(type, name)	DECLARE_PER_CPU_SECTION(type, name, "..asi")
+#define DEFINE_PER_CPU_ASI(type, name)	DEFINE_PER_CPU_SECTION(type, name, "..asi")
+
+extern char __per_cpu_asi_start[], __per_cpu_asi_end[];
+
+/**
+ * enum asi_exit_reason - why a CPU left its domain
+ * @ASI_EXIT_OWNER: asi_exit() by the domain's owner
+ * @ASI_EXIT_SCHED: a context switch
+ * @ASI_EXIT_USER: the return to user space
+ * @ASI_EXIT_NR: number of reasons
+ */
+enum asi_exit_reason {
+	ASI_EXIT_OWNER,
+	ASI_EXIT_SCHED,
+	ASI_EXIT_USER,
+	ASI_EXIT_NR,
+};
+
+/**
+ * struct asi_fault_record - the last fallback fault of a CPU
+ * @address: the faulting address (CR2)
+ * @ip: the faulting instruction
+ * @error_code: the page-fault error code
+ * @domain: the id of the domain the CPU was on
+ */
+struct asi_fault_record {
+	unsigned long address;
+	unsigned long ip;
+	unsigned long error_code;
+	unsigned int domain;
+};
+
+/**
+ * struct asi_cpu_state - a CPU's ASI state (per-CPU, always mapped)
+ * @curr: the domain entered, or NULL when idle
+ * @curr_id: @curr's id, for fault records
+ * @curr_cr3: CR3 value that loads @curr's table
+ * @full_cr3: CR3 value to go back to the full table
+ * @need_flush: left a restricted table since the last asi_need_flush()
+ * @enters: switches to a restricted table
+ * @exits: asi_exit() calls that left a domain, by reason
+ * @fallbacks: fallback faults
+ * @last_fault: the last fallback fault
+ */
+struct asi_cpu_state {
+	struct asi *curr;
+	unsigned int curr_id;
+	unsigned long curr_cr3;
+	unsigned long full_cr3;
+	bool need_flush;
+	unsigned long enters;
+	unsigned long exits[ASI_EXIT_NR];
+	unsigned long fallbacks;
+	struct asi_fault_record last_fault;
+};
+
+DECLARE_PER_CPU_ASI(struct asi_cpu_state, asi_cpu);
+
+void asi_enter(struct asi *asi);
+void __asi_exit(enum asi_exit_reason reason);
+bool __asi_handle_fault(struct pt_regs *regs, unsigned long error_code,
+			unsigned long address);
+bool asi_need_flush(void);
+
+/* Leave the domain, if any; a not-taken static branch with ASI off. */
+static __always_inline void asi_exit(enum asi_exit_reason reason)
+{
+	if (asi_enabled())
+		__asi_exit(reason);
+}
+
+/* The page-fault hook: true if the fault was a fallback (retry it). */
+static __always_inline bool asi_handle_fault(struct pt_regs *regs,
+					     unsigned long error_code,
+					     unsigned long address)
+{
+	return asi_enabled() && __asi_handle_fault(regs, error_code, address);
+}
+
+/* The domain this CPU entered, or NULL. */
+static __always_inline struct asi *asi_current(void)
+{
+	return asi_enabled() ? this_cpu_read(asi_cpu.curr) : NULL;
+}
 
 struct asi *asi_create(const char *name);
 struct asi *asi_get(struct asi *asi);
