@@ -47,6 +47,30 @@ KTAP_SUITE = re.compile(r"^(\s*)# Subtest: (\S+)")
 KTAP_RESULT = re.compile(r"^(\s*)(ok|not ok) (\d+) (\S+)(.*)$")
 
 
+def host_tsc_khz():
+    """The host's (and so TCG's) TSC frequency, from a small helper."""
+    src = os.path.join(TOP, "selftests", "harness", "tsc_khz.c")
+    exe = os.path.join(OUT, "build", "tsc_khz")
+    if not os.path.exists(exe) or os.path.getmtime(exe) < os.path.getmtime(src):
+        os.makedirs(os.path.dirname(exe), exist_ok=True)
+        subprocess.run(["gcc", "-O2", "-o", exe, src], check=True)
+    khz = int(subprocess.run([exe], check=True, capture_output=True,
+                             text=True).stdout)
+    if not 100000 < khz < 10000000:
+        raise SystemExit(f"error: implausible host TSC frequency {khz} kHz")
+    return khz
+
+
+_TSC_KHZ = None
+
+
+def tsc_append():
+    global _TSC_KHZ
+    if _TSC_KHZ is None:
+        _TSC_KHZ = host_tsc_khz()
+    return f" tsc_early_khz={_TSC_KHZ}"
+
+
 def tail(lines, n=40):
     return "\n".join("    | " + l for l in lines[-n:])
 
@@ -59,7 +83,7 @@ class Boot:
         self.name = name
         self.kernel = kernel
         self.initrd = initrd
-        self.append = BASE_APPEND + " " + append
+        self.append = BASE_APPEND + tsc_append() + " " + append
         self.logdir = logdir
         self.log = os.path.join(logdir, name + ".console.log")
         self.timeout = timeout

@@ -86,7 +86,6 @@ static int __init asi_setup(char *arg)
 }
 early_param("asi", asi_setup);
 
-
 /* Page-table pages come from here; failures are the caller's to report. */
 #define ASI_GFP		(GFP_KERNEL_ACCOUNT | __GFP_NOWARN)
 
@@ -702,9 +701,9 @@ void asi_allowlist_remove(const void *addr, size_t len)
 {
 	unsigned long start = PAGE_ALIGN_DOWN((unsigned long)addr);
 	unsigned long end = PAGE_ALIGN((unsigned long)addr + len);
-	MA_STATE(mas, &asi_allowlist, start, start);
 	struct asi_range *r;
 	struct asi *asi;
+	MA_STATE(mas, &asi_allowlist, start, start);
 
 	might_sleep();
 	mutex_lock(&asi_domains_lock);
@@ -723,15 +722,12 @@ void asi_allowlist_remove(const void *addr, size_t len)
 EXPORT_SYMBOL_GPL(asi_allowlist_remove);
 
 /**
- * asi_for_each_range() - walk what a domain maps, for debugfs and tools
+ * asi_walk_ranges() - walk what a domain maps, for debugfs and tools
  * @asi: the domain
  * @fn: called for each range, in address order, under the domain's lock
  * @data: passed to @fn
  */
-void asi_for_each_range(struct asi *asi,
-			void (*fn)(void *data, unsigned long start, unsigned long end,
-				   const char *owner, enum asi_owner_class class),
-			void *data)
+void asi_walk_ranges(struct asi *asi, asi_range_fn_t fn, void *data)
 {
 	struct asi_range *r;
 	unsigned long index = 0;
@@ -741,7 +737,7 @@ void asi_for_each_range(struct asi *asi,
 		fn(data, r->start, r->end, r->owner, r->class);
 	mutex_unlock(&asi->lock);
 }
-EXPORT_SYMBOL_GPL(asi_for_each_range);
+EXPORT_SYMBOL_GPL(asi_walk_ranges);
 
 /**
  * asi_enter() - switch this CPU to a domain's restricted table
@@ -881,7 +877,6 @@ static const char *asi_boot_mode_str(void)
 		return "default";
 	}
 }
-
 
 static int asi_state_show(struct seq_file *m, void *v)
 {

@@ -282,11 +282,11 @@ static void asi_ranges_record_owner(struct kunit *test)
 
 	KUNIT_ASSERT_NOT_NULL(test, buf);
 	KUNIT_ASSERT_EQ(test, asi_map(asi, buf, PAGE_SIZE, "kunit-owner"), 0);
-	asi_for_each_range(asi, count_range, &n);
+	asi_walk_ranges(asi, count_range, &n);
 	KUNIT_EXPECT_EQ(test, n, 1);
 	asi_unmap(asi, buf, PAGE_SIZE);
 	n = 0;
-	asi_for_each_range(asi, count_range, &n);
+	asi_walk_ranges(asi, count_range, &n);
 	KUNIT_EXPECT_EQ(test, n, 0);
 	vfree(buf);
 }
@@ -566,6 +566,7 @@ static void asi_nmi_on_restricted_table_falls_back(struct kunit *test)
 {
 	struct asi_switch_env *env = test->priv;
 	unsigned long cr3, fallbacks;
+	bool on_a_table;
 	int seen, err;
 
 	err = register_nmi_handler(NMI_LOCAL, asi_test_nmi, 0, "asi_test");
@@ -576,9 +577,9 @@ static void asi_nmi_on_restricted_table_falls_back(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, seen, 1);
 	KUNIT_EXPECT_EQ(test, this_cpu_read(asi_test_nmi_consistent), 1);
 	KUNIT_EXPECT_GE(test, fallbacks, 1UL);
-	KUNIT_EXPECT_TRUE_MSG(test, cr3_addr(cr3) == cr3_addr(__pa(env->asi->pgd)) ||
-				    cr3_addr(cr3) == cr3_addr(this_cpu_read(asi_cpu.full_cr3)),
-			      "CR3 %#lx after the NMI is neither table", cr3);
+	on_a_table = cr3_addr(cr3) == cr3_addr(__pa(env->asi->pgd)) ||
+		     cr3_addr(cr3) == cr3_addr(this_cpu_read(asi_cpu.full_cr3));
+	KUNIT_EXPECT_TRUE_MSG(test, on_a_table, "CR3 %#lx after the NMI is neither table", cr3);
 	KUNIT_EXPECT_PTR_EQ(test, asi_current(), NULL);
 }
 

@@ -138,16 +138,18 @@ struct asi {
 	pgd_t *pgd;
 	unsigned long cr3;
 	refcount_t refcount;
-	struct mutex lock;
+	struct mutex lock;		/* the table and @ranges */
 	struct maple_tree ranges;
 	struct list_head list;
 	unsigned int id;
 	char name[32];
 };
 
-/* Per-CPU variables the switch, entry and fault paths touch on a
+/*
+ * Per-CPU variables the switch, entry and fault paths touch on a
  * restricted table: they live in page-aligned pages of their own, mapped
- * in every domain. */
+ * in every domain.
+ */
 #define DECLARE_PER_CPU_ASI(type, name)	DECLARE_PER_CPU_SECTION(type, name, "..asi")
 #define DEFINE_PER_CPU_ASI(type, name)	DEFINE_PER_CPU_SECTION(type, name, "..asi")
 
@@ -243,10 +245,9 @@ int asi_allowlist_add(const char *owner, const void *addr, size_t len);
 void asi_allowlist_remove(const void *addr, size_t len);
 pte_t asi_lookup(struct asi *asi, unsigned long addr);
 unsigned long asi_pgtable_pages(struct asi *asi);
-void asi_for_each_range(struct asi *asi,
-			void (*fn)(void *data, unsigned long start, unsigned long end,
-				   const char *owner, enum asi_owner_class class),
-			void *data);
+typedef void (*asi_range_fn_t)(void *data, unsigned long start, unsigned long end,
+			     const char *owner, enum asi_owner_class class);
+void asi_walk_ranges(struct asi *asi, asi_range_fn_t fn, void *data);
 const char *asi_owner_class_name(enum asi_owner_class class);
 
 #endif /* _ASM_X86_ASI_H */
