@@ -13,6 +13,7 @@
 #include <linux/gfp.h>
 #include <linux/mm.h>
 #include <linux/percpu.h>
+#include <linux/sched/task.h>
 #include <linux/sched/task_stack.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -321,7 +322,8 @@ struct asi_switch_env {
 	unsigned long *mapped;
 	unsigned long *unmapped;
 	bool mapped_mapped;
-	bool stack_mapped;
+	/* The case's stack, held until unmapped: exit runs in another task. */
+	struct task_struct *stack_task;
 };
 
 static int asi_switch_init(struct kunit *test)
@@ -344,9 +346,12 @@ static int asi_switch_init(struct kunit *test)
 	*env->unmapped = 0x5678;
 	KUNIT_ASSERT_EQ(test, asi_map(env->asi, env->mapped, PAGE_SIZE, "kunit"), 0);
 	env->mapped_mapped = true;
-	KUNIT_ASSERT_EQ(test, asi_map(env->asi, task_stack_page(current), THREAD_SIZE,
-				      "kunit stack"), 0);
-	env->stack_mapped = true;
+	KUNIT_ASSERT_NOT_NULL(test, try_get_task_stack(current));
+	err = asi_map(env->asi, task_stack_page(current), THREAD_SIZE, "kunit stack");
+	if (err)
+		put_task_stack(current);
+	KUNIT_ASSERT_EQ(test, err, 0);
+	env->stack_task = get_task_struct(current);
 	return 0;
 }
 
@@ -356,8 +361,11 @@ static void asi_switch_exit(struct kunit *test)
 
 	if (!env)
 		return;
-	if (env->stack_mapped)
-		asi_unmap(env->asi, task_stack_page(current), THREAD_SIZE);
+	if (env->stack_task) {
+		asi_unmap(env->asi, task_stack_page(env->stack_task), THREAD_SIZE);
+		put_task_stack(env->stack_task);
+		put_task_struct(env->stack_task);
+	}
 	if (env->mapped_mapped)
 		asi_unmap(env->asi, env->mapped, PAGE_SIZE);
 	asi_put(env->asi);
