@@ -27,6 +27,7 @@
 #include <linux/maple_tree.h>
 #include <linux/mm.h>
 #include <linux/mutex.h>
+#include <linux/sched/task_stack.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -328,6 +329,49 @@ void asi_unmap(struct asi *asi, const void *addr, size_t len)
 		  asi->name, start, end);
 }
 EXPORT_SYMBOL_GPL(asi_unmap);
+
+/**
+ * asi_map_task_stack() - map a task's kernel stack into a domain
+ * @asi: the domain
+ * @task: the task; its stack must stay mapped while it runs on @asi
+ * @owner: as for asi_map()
+ *
+ * A CPU on a restricted table pushes exception frames onto the current
+ * stack: a task must have its stack mapped before it enters a domain.
+ * A reference on the stack is held until asi_unmap_task_stack(), so that
+ * the stack is not freed, and reused, while the domain maps it, even if
+ * the task exits first. Can sleep.
+ *
+ * Return: 0, -ESRCH if @task has no stack any more, or asi_map()'s error.
+ */
+int asi_map_task_stack(struct asi *asi, struct task_struct *task, const char *owner)
+{
+	void *stack = try_get_task_stack(task);
+	int err;
+
+	if (!stack)
+		return -ESRCH;
+	err = asi_map(asi, stack, THREAD_SIZE, owner);
+	if (err)
+		put_task_stack(task);
+	return err;
+}
+EXPORT_SYMBOL_GPL(asi_map_task_stack);
+
+/**
+ * asi_unmap_task_stack() - undo asi_map_task_stack()
+ * @asi: the domain
+ * @task: the task given to asi_map_task_stack()
+ *
+ * Unmaps the stack (flushing it on every CPU) and drops the reference.
+ * Can sleep.
+ */
+void asi_unmap_task_stack(struct asi *asi, struct task_struct *task)
+{
+	asi_unmap(asi, task_stack_page(task), THREAD_SIZE);
+	put_task_stack(task);
+}
+EXPORT_SYMBOL_GPL(asi_unmap_task_stack);
 
 /*
  * The page-table pages below a PMD, PUD or P4D page of a domain, the page

@@ -346,11 +346,7 @@ static int asi_switch_init(struct kunit *test)
 	*env->unmapped = 0x5678;
 	KUNIT_ASSERT_EQ(test, asi_map(env->asi, env->mapped, PAGE_SIZE, "kunit"), 0);
 	env->mapped_mapped = true;
-	KUNIT_ASSERT_NOT_NULL(test, try_get_task_stack(current));
-	err = asi_map(env->asi, task_stack_page(current), THREAD_SIZE, "kunit stack");
-	if (err)
-		put_task_stack(current);
-	KUNIT_ASSERT_EQ(test, err, 0);
+	KUNIT_ASSERT_EQ(test, asi_map_task_stack(env->asi, current, "kunit stack"), 0);
 	env->stack_task = get_task_struct(current);
 	return 0;
 }
@@ -362,8 +358,7 @@ static void asi_switch_exit(struct kunit *test)
 	if (!env)
 		return;
 	if (env->stack_task) {
-		asi_unmap(env->asi, task_stack_page(env->stack_task), THREAD_SIZE);
-		put_task_stack(env->stack_task);
+		asi_unmap_task_stack(env->asi, env->stack_task);
 		put_task_struct(env->stack_task);
 	}
 	if (env->mapped_mapped)

@@ -21,7 +21,6 @@
 #include <linux/asi.h>
 #include <linux/kvm_host.h>
 #include <linux/sched/task.h>
-#include <linux/sched/task_stack.h>
 #include <linux/slab.h>
 
 #include "asi.h"
@@ -101,8 +100,7 @@ static void kvm_asi_put_stack(struct kvm_vcpu *vcpu)
 	if (--st->vcpus)
 		return;
 	list_del(&st->list);
-	asi_unmap(kvm->arch.asi, task_stack_page(st->task), THREAD_SIZE);
-	put_task_stack(st->task);
+	asi_unmap_task_stack(kvm->arch.asi, st->task);
 	put_task_struct(st->task);
 	kfree(st);
 }
@@ -134,16 +132,8 @@ int kvm_asi_vcpu_run(struct kvm_vcpu *vcpu)
 		err = -ENOMEM;
 		goto out;
 	}
-	/* A task in an ioctl has a stack; hold it until it is unmapped. */
-	if (WARN_ON_ONCE(!try_get_task_stack(current))) {
-		kfree(st);
-		err = -EINVAL;
-		goto out;
-	}
-	err = asi_map(kvm->arch.asi, task_stack_page(current), THREAD_SIZE,
-		      "vCPU task stack");
+	err = asi_map_task_stack(kvm->arch.asi, current, "vCPU task stack");
 	if (err) {
-		put_task_stack(current);
 		kfree(st);
 		goto out;
 	}

@@ -19,6 +19,9 @@
  * asi_unmap()		Unmap exactly a range given to asi_map() and flush
  *			its translations on every CPU before returning: the
  *			memory may be freed right after. Sleeps.
+ * asi_map_task_stack()	Map a task's kernel stack, holding it until
+ *			asi_unmap_task_stack(). A task's stack must be
+ *			mapped before it enters a domain. Sleeps.
  * asi_allowlist_add()	Map a range into every domain, now and later, on
  *			behalf of a named owner. Sleeps.
  * asi_allowlist_remove() Undo it, flushing on every CPU. Sleeps.
@@ -87,6 +90,7 @@
 #include <asm/pgtable_types.h>
 
 struct pt_regs;
+struct task_struct;
 
 DECLARE_STATIC_KEY_FALSE(asi_enabled_key);
 
@@ -241,6 +245,8 @@ struct asi *asi_get(struct asi *asi);
 void asi_put(struct asi *asi);
 int asi_map(struct asi *asi, const void *addr, size_t len, const char *owner);
 void asi_unmap(struct asi *asi, const void *addr, size_t len);
+int asi_map_task_stack(struct asi *asi, struct task_struct *task, const char *owner);
+void asi_unmap_task_stack(struct asi *asi, struct task_struct *task);
 int asi_allowlist_add(const char *owner, const void *addr, size_t len);
 void asi_allowlist_remove(const void *addr, size_t len);
 pte_t asi_lookup(struct asi *asi, unsigned long addr);
