@@ -148,7 +148,8 @@ static int asi_kernel_pte(unsigned long va, pte_t *out)
 	default:
 		return -EFAULT;
 	}
-	pgprot_val(prot) &= ~(_PAGE_PSE | _PAGE_GLOBAL);
+	/* pgprot_large_2_4k() moved PAT into bit 7; only drop global. */
+	pgprot_val(prot) &= ~_PAGE_GLOBAL;
 	*out = pfn_pte(pfn, prot);
 	return 0;
 }
@@ -193,6 +194,16 @@ static void asi_clear_ptes(struct asi *asi, unsigned long start, unsigned long e
 	}
 }
 
+/*
+ * Translations of a cleared range may still be cached by CPUs running on
+ * @asi's table. They run with the kernel's PCID, so the ordinary kernel
+ * range flush (all CPUs, current PCID) reaches them.
+ */
+static void asi_flush_range(unsigned long start, unsigned long end)
+{
+	flush_tlb_kernel_range(start, end);
+}
+
 static int asi_set_ptes(struct asi *asi, unsigned long start, unsigned long end)
 {
 	unsigned long va;
@@ -215,17 +226,8 @@ static int asi_set_ptes(struct asi *asi, unsigned long start, unsigned long end)
 	return 0;
 undo:
 	asi_clear_ptes(asi, start, va);
+	asi_flush_range(start, va);
 	return err;
-}
-
-/*
- * Translations of a cleared range may still be cached by CPUs running on
- * @asi's table. They run with the kernel's PCID, so the ordinary kernel
- * range flush (all CPUs, current PCID) reaches them.
- */
-static void asi_flush_range(unsigned long start, unsigned long end)
-{
-	flush_tlb_kernel_range(start, end);
 }
 
 static int asi_map_range(struct asi *asi, unsigned long start, unsigned long end,
@@ -255,16 +257,15 @@ static int asi_map_range(struct asi *asi, unsigned long start, unsigned long end
 /* Unmap exactly the range that starts at @start; false if there is none. */
 static bool asi_unmap_range(struct asi *asi, unsigned long start, unsigned long end)
 {
-	MA_STATE(mas, &asi->ranges, start, start);
 	struct asi_range *r;
 
 	mutex_lock(&asi->lock);
-	r = mas_walk(&mas);
+	r = mtree_load(&asi->ranges, start);
 	if (!r || r->start != start || r->end != end) {
 		mutex_unlock(&asi->lock);
 		return false;
 	}
-	mas_erase(&mas);
+	mtree_erase(&asi->ranges, start);
 	asi_clear_ptes(asi, start, end);
 	mutex_unlock(&asi->lock);
 
@@ -535,10 +536,15 @@ static int asi_map_always(struct asi *asi)
 
 	/*
 	 * Kernel text and rodata, as PTI may map them to user space: they
-	 * are in the kernel image anyone can read. Past rodata lie secrets.
+	 * are in the kernel image anyone can read. Past rodata lie secrets,
+	 * and so may the gaps around rodata, which are freed at boot.
 	 */
-	err = asi_map_range(asi, PFN_ALIGN(_text), (unsigned long)__end_rodata_aligned,
-			    "kernel text+rodata", ASI_OWNER_ALWAYS);
+	err = asi_map_range(asi, PFN_ALIGN(_text), PFN_ALIGN(_etext),
+			    "kernel text", ASI_OWNER_ALWAYS);
+	if (err)
+		return err;
+	err = asi_map_range(asi, PFN_ALIGN(__start_rodata), PFN_ALIGN(__end_rodata),
+			    "kernel rodata", ASI_OWNER_ALWAYS);
 	if (err)
 		return err;
 	err = asi_share_cea(asi);
@@ -747,17 +753,16 @@ void asi_allowlist_remove(const void *addr, size_t len)
 	unsigned long end = PAGE_ALIGN((unsigned long)addr + len);
 	struct asi_range *r;
 	struct asi *asi;
-	MA_STATE(mas, &asi_allowlist, start, start);
 
 	might_sleep();
 	mutex_lock(&asi_domains_lock);
-	r = mas_walk(&mas);
+	r = mtree_load(&asi_allowlist, start);
 	if (WARN_ONCE(!r || r->start != start || r->end != end,
 		      "ASI: %#lx-%#lx is not on the allowlist\n", start, end)) {
 		mutex_unlock(&asi_domains_lock);
 		return;
 	}
-	mas_erase(&mas);
+	mtree_erase(&asi_allowlist, start);
 	list_for_each_entry(asi, &asi_domains, list)
 		WARN_ON_ONCE(!asi_unmap_range(asi, start, end));
 	mutex_unlock(&asi_domains_lock);
@@ -800,14 +805,18 @@ noinstr void asi_enter(struct asi *asi)
 
 	if (curr == asi && cr3 == this_cpu_read(asi_cpu.curr_cr3))
 		return;
-	if (unlikely(curr && curr != asi))
+	if (unlikely(curr && curr != asi)) {
 		__asi_exit(ASI_EXIT_OWNER);
+		curr = NULL;
+		cr3 = __native_read_cr3();
+	}
 
 	if (!curr || curr != asi) {
 		/* Name the domain before CR3 holds its table. */
 		this_cpu_write(asi_cpu.full_cr3, cr3);
 		this_cpu_write(asi_cpu.curr_cr3, asi->cr3 | (cr3 & ~CR3_ADDR_MASK));
 		this_cpu_write(asi_cpu.curr_id, asi->id);
+		this_cpu_write(asi_cpu.retry_ip, 0);
 		barrier();
 		this_cpu_write(asi_cpu.curr, asi);
 		barrier();
@@ -861,9 +870,21 @@ noinstr bool __asi_handle_fault(struct pt_regs *regs, unsigned long error_code,
 
 	if (!curr || user_mode(regs))
 		return false;
-	/* Relaxed already: the full table took this fault, as without ASI. */
-	if (__native_read_cr3() != this_cpu_read(asi_cpu.curr_cr3))
-		return false;
+	if (__native_read_cr3() != this_cpu_read(asi_cpu.curr_cr3)) {
+		/*
+		 * Relaxed: the full table took this fault. But an NMI (or
+		 * #DB, #MC) may have fallen back, and switched CR3, between
+		 * this fault on the restricted table and this handler: retry
+		 * once. The same fault again is a real one, as without ASI.
+		 */
+		if (this_cpu_read(asi_cpu.retry_ip) == regs->ip &&
+		    this_cpu_read(asi_cpu.retry_address) == address)
+			return false;
+		this_cpu_write(asi_cpu.retry_ip, regs->ip);
+		this_cpu_write(asi_cpu.retry_address, address);
+		this_cpu_inc(asi_cpu.relaxed_retries);
+		return true;
+	}
 
 	native_write_cr3(this_cpu_read(asi_cpu.full_cr3));
 	this_cpu_write(asi_cpu.need_flush, true);
@@ -886,11 +907,8 @@ noinstr bool __asi_handle_fault(struct pt_regs *regs, unsigned long error_code,
  */
 noinstr bool asi_need_flush(void)
 {
-	bool need = this_cpu_read(asi_cpu.need_flush);
-
-	if (need)
-		this_cpu_write(asi_cpu.need_flush, false);
-	return need;
+	/* One instruction: an NMI's fallback cannot slip in between. */
+	return this_cpu_xchg(asi_cpu.need_flush, false);
 }
 EXPORT_SYMBOL_GPL(asi_need_flush);
 
@@ -983,17 +1001,18 @@ static int asi_cpus_show(struct seq_file *m, void *v)
 {
 	unsigned int cpu;
 
-	seq_puts(m, "cpu\tdomain\tenters\texit_owner\texit_sched\texit_user\tfallbacks\tlast_fault_ip\tlast_fault_address\n");
+	seq_puts(m, "cpu\tdomain\tenters\texit_owner\texit_sched\texit_user\tfallbacks\tlast_fault_ip\tlast_fault_address\trelaxed_retries\n");
 	for_each_online_cpu(cpu) {
 		struct asi_cpu_state *st = per_cpu_ptr(&asi_cpu, cpu);
 
-		seq_printf(m, "%u\t%u\t%lu\t%lu\t%lu\t%lu\t%lu\t%pS\t%#lx\n", cpu,
+		seq_printf(m, "%u\t%u\t%lu\t%lu\t%lu\t%lu\t%lu\t%pS\t%#lx\t%lu\n", cpu,
 			   READ_ONCE(st->curr) ? READ_ONCE(st->curr_id) : 0,
 			   READ_ONCE(st->enters), READ_ONCE(st->exits[ASI_EXIT_OWNER]),
 			   READ_ONCE(st->exits[ASI_EXIT_SCHED]),
 			   READ_ONCE(st->exits[ASI_EXIT_USER]), READ_ONCE(st->fallbacks),
 			   (void *)READ_ONCE(st->last_fault.ip),
-			   READ_ONCE(st->last_fault.address));
+			   READ_ONCE(st->last_fault.address),
+			   READ_ONCE(st->relaxed_retries));
 	}
 	return 0;
 }

@@ -36,6 +36,21 @@ static __always_inline void kvm_asi_enter(struct kvm_vcpu *vcpu)
 		asi_enter(asi);
 }
 
+/*
+ * KVM_RUN is returning: leave the domain now, not only on the way to user
+ * space, since task work on that way may destroy the VM.
+ */
+static inline void kvm_asi_vcpu_run_end(void)
+{
+	unsigned long flags;
+
+	if (!asi_enabled())
+		return;
+	local_irq_save(flags);
+	asi_exit(ASI_EXIT_OWNER);
+	local_irq_restore(flags);
+}
+
 /* ASI's per-CPU counters, sampled around a VM-entry to account them. */
 struct kvm_asi_sample {
 	unsigned long enters;
@@ -67,6 +82,7 @@ static inline void kvm_asi_destroy_vm(struct kvm *kvm) { }
 static inline int kvm_asi_vcpu_run(struct kvm_vcpu *vcpu) { return 0; }
 static inline void kvm_asi_vcpu_destroy(struct kvm_vcpu *vcpu) { }
 static __always_inline void kvm_asi_enter(struct kvm_vcpu *vcpu) { }
+static inline void kvm_asi_vcpu_run_end(void) { }
 struct kvm_asi_sample { };
 static __always_inline void kvm_asi_sample(struct kvm_asi_sample *s) { }
 static __always_inline void kvm_asi_account(struct kvm_vcpu *vcpu,

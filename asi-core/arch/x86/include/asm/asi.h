@@ -197,6 +197,9 @@ struct asi_fault_record {
  * @enters: switches to a restricted table
  * @exits: asi_exit() calls that left a domain, by reason
  * @fallbacks: fallback faults
+ * @relaxed_retries: faults retried once while relaxed (see the fault hook)
+ * @retry_ip: ip of the last such retry
+ * @retry_address: address of the last such retry
  * @last_fault: the last fallback fault
  */
 struct asi_cpu_state {
@@ -208,6 +211,9 @@ struct asi_cpu_state {
 	unsigned long enters;
 	unsigned long exits[ASI_EXIT_NR];
 	unsigned long fallbacks;
+	unsigned long relaxed_retries;
+	unsigned long retry_ip;
+	unsigned long retry_address;
 	struct asi_fault_record last_fault;
 };
 
