@@ -54,7 +54,9 @@
  *			to the full table and the access is retried there.
  *			If the full table does not map the address either,
  *			the retry faults again and takes the normal path,
- *			oops included (invariant 6).
+ *			oops included (invariant 6). A fault taken while
+ *			relaxed is retried once too: an NMI may have fallen
+ *			back between the fault and its handler.
  * asi_need_flush()	Whether this CPU left a restricted table (fallback or
  *			exit) since the last call: the owner flushes what
  *			its mitigations need only then.
