@@ -23,6 +23,10 @@ overlay_files() {
 
 JOBS=${JOBS:-$(($(nproc) + 1))}
 
+# ccache keys relative to the checkout, so that another clone (CI's, on
+# this machine) hits the same cache.
+export CCACHE_BASEDIR=$TOP
+
 die() { echo "error: $*" >&2; exit 1; }
 note() { echo ">>> $*" >&2; }
 
