@@ -230,16 +230,28 @@ undo:
 	return err;
 }
 
+/* A record of [start, end) for a domain's or the allowlist's tree. */
+static struct asi_range *asi_range_alloc(unsigned long start, unsigned long end,
+					 const char *owner, enum asi_owner_class class,
+					 gfp_t gfp)
+{
+	struct asi_range *r = kmalloc(sizeof(*r), gfp);
+
+	if (r)
+		*r = (struct asi_range){ .start = start, .end = end, .owner = owner,
+					 .class = class };
+	return r;
+}
+
 static int asi_map_range(struct asi *asi, unsigned long start, unsigned long end,
 			 const char *owner, enum asi_owner_class class)
 {
 	struct asi_range *r;
 	int err;
 
-	r = kmalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
+	r = asi_range_alloc(start, end, owner, class, GFP_KERNEL_ACCOUNT);
 	if (!r)
 		return -ENOMEM;
-	*r = (struct asi_range){ .start = start, .end = end, .owner = owner, .class = class };
 
 	mutex_lock(&asi->lock);
 	err = mtree_insert_range(&asi->ranges, start, end - 1, r, GFP_KERNEL_ACCOUNT);
@@ -504,11 +516,10 @@ static int asi_share_cea(struct asi *asi)
 	p4d_t *p4d;
 	int err;
 
-	r = kmalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
+	r = asi_range_alloc(va, va + CPU_ENTRY_AREA_MAP_SIZE, "cpu_entry_area",
+			    ASI_OWNER_ALWAYS, GFP_KERNEL_ACCOUNT);
 	if (!r)
 		return -ENOMEM;
-	*r = (struct asi_range){ .start = va, .end = va + CPU_ENTRY_AREA_MAP_SIZE,
-				 .owner = "cpu_entry_area", .class = ASI_OWNER_ALWAYS };
 	err = mtree_insert_range(&asi->ranges, r->start, r->end - 1, r, GFP_KERNEL_ACCOUNT);
 	if (err)
 		goto fail;
@@ -711,11 +722,9 @@ int asi_allowlist_add(const char *owner, const void *addr, size_t len)
 	might_sleep();
 	if (!len || !asi_range_valid(start, end) || !owner)
 		return -EINVAL;
-	r = kmalloc(sizeof(*r), GFP_KERNEL);
+	r = asi_range_alloc(start, end, owner, ASI_OWNER_ALLOWLIST, GFP_KERNEL);
 	if (!r)
 		return -ENOMEM;
-	*r = (struct asi_range){ .start = start, .end = end, .owner = owner,
-				 .class = ASI_OWNER_ALLOWLIST };
 
 	mutex_lock(&asi_domains_lock);
 	err = mtree_insert_range(&asi_allowlist, start, end - 1, r, GFP_KERNEL);
@@ -811,7 +820,7 @@ noinstr void asi_enter(struct asi *asi)
 		cr3 = __native_read_cr3();
 	}
 
-	if (!curr || curr != asi) {
+	if (curr != asi) {
 		/* Name the domain before CR3 holds its table. */
 		this_cpu_write(asi_cpu.full_cr3, cr3);
 		this_cpu_write(asi_cpu.curr_cr3, asi->cr3 | (cr3 & ~CR3_ADDR_MASK));
