@@ -53,5 +53,5 @@ need_pkgs() {
 		{ tail -20 "$OUT/apt.log" >&2; die "apt-get install ${missing[*]} failed"; }
 }
 
-BUILD_PKGS="build-essential flex bison bc libelf-dev libssl-dev cpio ccache xz-utils git python3 kmod"
+BUILD_PKGS="build-essential flex bison bc libelf-dev libssl-dev cpio ccache xz-utils git python3 kmod rsync"
 RUN_PKGS="qemu-system-x86 busybox-static"
