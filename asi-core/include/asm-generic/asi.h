@@ -21,6 +21,8 @@ struct asi;
 
 #define DECLARE_PER_CPU_ASI(type, name)	DECLARE_PER_CPU(type, name)
 #define DEFINE_PER_CPU_ASI(type, name)	DEFINE_PER_CPU(type, name)
+#define DEFINE_PER_CPU_ASI_ALIGNED(type, name) DEFINE_PER_CPU_ALIGNED(type, name)
+#define __asi_data
 
 static __always_inline bool asi_enabled(void)
 {

@@ -26,12 +26,18 @@
 #include <linux/init.h>
 #include <linux/maple_tree.h>
 #include <linux/mm.h>
+#include <linux/module.h>
 #include <linux/mutex.h>
+#include <linux/sched/task.h>
 #include <linux/sched/task_stack.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/uaccess.h>
+#include <linux/vmalloc.h>
+#include <asm/apic.h>
 #include <asm/cpu_entry_area.h>
+#include <asm/fixmap.h>
 #include <asm/pgalloc.h>
 #include <asm/processor.h>
 #include <asm/sections.h>
@@ -344,47 +350,65 @@ void asi_unmap(struct asi *asi, const void *addr, size_t len)
 EXPORT_SYMBOL_GPL(asi_unmap);
 
 /**
- * asi_map_task_stack() - map a task's kernel stack into a domain
+ * asi_map_task() - map a task's kernel stack and task_struct into a domain
  * @asi: the domain
- * @task: the task; its stack must stay mapped while it runs on @asi
+ * @task: the task; both must stay mapped while it runs on @asi
  * @owner: as for asi_map()
  *
  * A CPU on a restricted table pushes exception frames onto the current
- * stack: a task must have its stack mapped before it enters a domain.
- * A reference on the stack is held until asi_unmap_task_stack(), so that
- * the stack is not freed, and reused, while the domain maps it, even if
- * the task exits first. Can sleep.
+ * stack, and nearly all kernel code reads current: a task must have both
+ * mapped before it enters a domain. With ASI on, every task_struct has
+ * pages of its own (see fork_init()), so mapping it maps nothing else.
+ * References on the stack and the task_struct are held until
+ * asi_unmap_task(), so that neither is freed, and reused, while the
+ * domain maps it, even if the task exits first. Can sleep.
  *
- * Return: 0, -ESRCH if @task has no stack any more, or asi_map()'s error.
+ * Return: 0, -ESRCH if @task has no stack any more, -EINVAL if its
+ * task_struct does not have pages of its own, or asi_map()'s error.
  */
-int asi_map_task_stack(struct asi *asi, struct task_struct *task, const char *owner)
+int asi_map_task(struct asi *asi, struct task_struct *task, const char *owner)
 {
-	void *stack = try_get_task_stack(task);
+	void *stack;
 	int err;
 
+	if (WARN_ON_ONCE(!PAGE_ALIGNED(task)))
+		return -EINVAL;
+	stack = try_get_task_stack(task);
 	if (!stack)
 		return -ESRCH;
 	err = asi_map(asi, stack, THREAD_SIZE, owner);
 	if (err)
-		put_task_stack(task);
+		goto put_stack;
+	err = asi_map(asi, task, arch_task_struct_size, owner);
+	if (err)
+		goto unmap_stack;
+	get_task_struct(task);
+	return 0;
+
+unmap_stack:
+	asi_unmap(asi, stack, THREAD_SIZE);
+put_stack:
+	put_task_stack(task);
 	return err;
 }
-EXPORT_SYMBOL_GPL(asi_map_task_stack);
+EXPORT_SYMBOL_GPL(asi_map_task);
 
 /**
- * asi_unmap_task_stack() - undo asi_map_task_stack()
+ * asi_unmap_task() - undo asi_map_task()
  * @asi: the domain
- * @task: the task given to asi_map_task_stack()
+ * @task: the task given to asi_map_task()
  *
- * Unmaps the stack (flushing it on every CPU) and drops the reference.
- * Can sleep.
+ * Unmaps the stack and the task_struct (flushing them on every CPU) and
+ * drops the references. Can sleep.
  */
-void asi_unmap_task_stack(struct asi *asi, struct task_struct *task)
+void asi_unmap_task(struct asi *asi, struct task_struct *task)
 {
+	asi_unmap(asi, task, arch_task_struct_size);
 	asi_unmap(asi, task_stack_page(task), THREAD_SIZE);
 	put_task_stack(task);
+	put_task_struct(task);
 }
-EXPORT_SYMBOL_GPL(asi_unmap_task_stack);
+EXPORT_SYMBOL_GPL(asi_unmap_task);
 
 /*
  * The page-table pages below a PMD, PUD or P4D page of a domain, the page
@@ -497,6 +521,7 @@ static void asi_free_ranges(struct asi *asi)
 
 static void asi_free(struct asi *asi)
 {
+	kfree(asi->faults);
 	asi_free_ranges(asi);
 	asi_tables(asi, true);
 	free_pages((unsigned long)asi->pgd, PGD_ALLOCATION_ORDER);
@@ -561,6 +586,23 @@ static int asi_map_always(struct asi *asi)
 	err = asi_share_cea(asi);
 	if (err)
 		return err;
+	/* __asi_data: global variables in pages of their own. */
+	if ((unsigned long)__asi_data_end > (unsigned long)__asi_data_start) {
+		err = asi_map_range(asi, (unsigned long)__asi_data_start,
+				    (unsigned long)__asi_data_end, "ASI data section",
+				    ASI_OWNER_ALWAYS);
+		if (err)
+			return err;
+	}
+	/* In xAPIC mode, interrupt handlers write the EOI register. */
+	if (boot_cpu_has(X86_FEATURE_APIC) && !x2apic_mode) {
+		unsigned long apic = fix_to_virt(FIX_APIC_BASE);
+
+		err = asi_map_range(asi, apic, apic + PAGE_SIZE, "local APIC",
+				    ASI_OWNER_ALWAYS);
+		if (err)
+			return err;
+	}
 
 	for_each_possible_cpu(cpu) {
 		unsigned long off = per_cpu_offset(cpu);
@@ -621,8 +663,11 @@ struct asi *asi_create(const char *name)
 	asi = kzalloc(sizeof(*asi), GFP_KERNEL_ACCOUNT);
 	if (!asi)
 		return ERR_PTR(-ENOMEM);
+	asi->faults = kzalloc(sizeof(*asi->faults), GFP_KERNEL_ACCOUNT);
 	asi->pgd = (pgd_t *)__get_free_pages(ASI_GFP | __GFP_ZERO, PGD_ALLOCATION_ORDER);
-	if (!asi->pgd) {
+	if (!asi->pgd || !asi->faults) {
+		free_pages((unsigned long)asi->pgd, PGD_ALLOCATION_ORDER);
+		kfree(asi->faults);
 		kfree(asi);
 		return ERR_PTR(-ENOMEM);
 	}
@@ -849,14 +894,51 @@ noinstr void __asi_exit(enum asi_exit_reason reason)
 	if (__native_read_cr3() == this_cpu_read(asi_cpu.curr_cr3)) {
 		native_write_cr3(this_cpu_read(asi_cpu.full_cr3));
 		this_cpu_write(asi_cpu.need_flush, true);
+		if (reason < ASI_EXIT_NR)
+			this_cpu_inc(asi_cpu.exits[reason]);
 	}
 	/* Forget the domain only once CR3 is off its table. */
 	barrier();
 	this_cpu_write(asi_cpu.curr, NULL);
-	if (reason < ASI_EXIT_NR)
-		this_cpu_inc(asi_cpu.exits[reason]);
 }
 EXPORT_SYMBOL_GPL(__asi_exit);
+
+/* Every domain's fallback faults, also those of domains gone since. */
+static struct asi_fault_log asi_all_faults;
+
+/*
+ * Count a fallback fault in @log, by ip and address page. Lockless and
+ * NMI-safe: a slot is claimed by a cmpxchg of its ip, and a concurrent
+ * claim of the same site may, rarely, give it a second slot. Runs on the
+ * full table, after the switch.
+ */
+static __always_inline void asi_log_fault(struct asi_fault_log *log, unsigned long ip,
+					  unsigned long address, unsigned long error_code)
+{
+	unsigned long page = address & PAGE_MASK;
+	unsigned int i, slot = (unsigned int)((ip ^ (page >> PAGE_SHIFT)) * 0x9e3779b9u);
+
+	for (i = 0; i < 8; i++) {
+		struct asi_fault_entry *e =
+			&log->entries[(slot + i) % ASI_FAULT_LOG_SIZE];
+		unsigned long old = READ_ONCE(e->ip);
+
+		if (!old) {
+			old = raw_cmpxchg(&e->ip, 0, ip);
+			if (!old) {
+				WRITE_ONCE(e->address, address);
+				WRITE_ONCE(e->error_code, error_code);
+				raw_atomic_long_inc(&e->count);
+				return;
+			}
+		}
+		if (old == ip && (READ_ONCE(e->address) & PAGE_MASK) == page) {
+			raw_atomic_long_inc(&e->count);
+			return;
+		}
+	}
+	raw_atomic_long_inc(&log->dropped);
+}
 
 /**
  * __asi_handle_fault() - the fault-driven fallback
@@ -898,6 +980,11 @@ noinstr bool __asi_handle_fault(struct pt_regs *regs, unsigned long error_code,
 	native_write_cr3(this_cpu_read(asi_cpu.full_cr3));
 	this_cpu_write(asi_cpu.need_flush, true);
 	this_cpu_inc(asi_cpu.fallbacks);
+	if (preempt_count() & (NMI_MASK | HARDIRQ_MASK))
+		this_cpu_inc(asi_cpu.fallbacks_irq);
+	/* On the full table now: the logs need not be mapped. */
+	asi_log_fault(curr->faults, regs->ip, address, error_code);
+	asi_log_fault(&asi_all_faults, regs->ip, address, error_code);
 	this_cpu_write(asi_cpu.last_fault.address, address);
 	this_cpu_write(asi_cpu.last_fault.ip, regs->ip);
 	this_cpu_write(asi_cpu.last_fault.error_code, error_code);
@@ -934,6 +1021,153 @@ const char *asi_owner_class_name(enum asi_owner_class class)
 	return asi_owner_class_names[class];
 }
 EXPORT_SYMBOL_GPL(asi_owner_class_name);
+
+/* What a kernel address belongs to, for the fault logs. */
+static void asi_describe(struct seq_file *m, unsigned long addr)
+{
+	struct vm_struct *area;
+	unsigned int cpu;
+
+	if (addr < TASK_SIZE_MAX) {
+		seq_puts(m, "user");
+		return;
+	}
+	for_each_possible_cpu(cpu) {
+		unsigned long base = (unsigned long)__per_cpu_start + per_cpu_offset(cpu);
+
+		if (addr >= base && addr < base + (__per_cpu_end - __per_cpu_start)) {
+			seq_printf(m, "per-CPU %pS (cpu %u)",
+				   (void *)(addr - per_cpu_offset(cpu)), cpu);
+			return;
+		}
+	}
+	if (addr >= (unsigned long)_text && addr < (unsigned long)_end) {
+		seq_printf(m, "kernel %pS", (void *)addr);
+		return;
+	}
+	if (virt_addr_valid((void *)addr)) {
+		struct page *page = virt_to_page((void *)addr);
+
+		if (PageSlab(page))
+			seq_puts(m, "direct map: slab");
+		else if (PageTable(page))
+			seq_puts(m, "direct map: page table");
+		else
+			seq_puts(m, "direct map: page");
+		return;
+	}
+	if (is_module_address(addr)) {
+		seq_printf(m, "module %pS", (void *)addr);
+		return;
+	}
+	if (is_vmalloc_addr((void *)addr)) {
+		area = find_vm_area((void *)addr);
+		if (area)
+			seq_printf(m, "vmalloc from %pS", area->caller);
+		else
+			seq_puts(m, "vmalloc");
+		return;
+	}
+	if (addr >= CPU_ENTRY_AREA_BASE && addr < CPU_ENTRY_AREA_BASE + CPU_ENTRY_AREA_MAP_SIZE) {
+		seq_puts(m, "cpu_entry_area");
+		return;
+	}
+	if (addr >= VMEMMAP_START && addr < CPU_ENTRY_AREA_BASE) {
+		seq_puts(m, "struct page (vmemmap)");
+		return;
+	}
+	seq_puts(m, "?");
+}
+
+static void asi_fault_log_print(struct seq_file *m, struct asi_fault_log *log)
+{
+	unsigned int i;
+
+	seq_puts(m, "count\tip\taddress\terror_code\twhat\n");
+	for (i = 0; i < ASI_FAULT_LOG_SIZE; i++) {
+		struct asi_fault_entry *e = &log->entries[i];
+		unsigned long ip = READ_ONCE(e->ip);
+		unsigned long address = READ_ONCE(e->address);
+
+		if (!ip)
+			continue;
+		seq_printf(m, "%ld\t%pS\t%#lx\t%#lx\t", atomic_long_read(&e->count),
+			   (void *)ip, address, READ_ONCE(e->error_code));
+		asi_describe(m, address);
+		seq_putc(m, '\n');
+	}
+	seq_printf(m, "dropped\t%ld\n", atomic_long_read(&log->dropped));
+}
+
+/**
+ * asi_fault_log_show() - print a domain's fallback faults
+ * @m: the seq_file of a debugfs file
+ * @asi: the domain, or NULL for the faults of every domain
+ *
+ * One line per fault site (ip and address page): how often it faulted,
+ * the ip as a symbol, the address and what the address belongs to.
+ */
+void asi_fault_log_show(struct seq_file *m, struct asi *asi)
+{
+	asi_fault_log_print(m, asi ? asi->faults : &asi_all_faults);
+}
+EXPORT_SYMBOL_GPL(asi_fault_log_show);
+
+/**
+ * asi_fault_log_reset() - forget a domain's fallback faults
+ * @asi: the domain, or NULL for the log of every domain
+ *
+ * Racing faults may survive the reset, or be lost; the log is for
+ * finding fault sites, the per-CPU and KVM counters are exact.
+ */
+void asi_fault_log_reset(struct asi *asi)
+{
+	struct asi_fault_log *log = asi ? asi->faults : &asi_all_faults;
+	unsigned int i;
+
+	for (i = 0; i < ASI_FAULT_LOG_SIZE; i++) {
+		atomic_long_set(&log->entries[i].count, 0);
+		WRITE_ONCE(log->entries[i].ip, 0);
+	}
+	atomic_long_set(&log->dropped, 0);
+}
+EXPORT_SYMBOL_GPL(asi_fault_log_reset);
+
+static int asi_faults_show(struct seq_file *m, void *v)
+{
+	asi_fault_log_show(m, NULL);
+	return 0;
+}
+
+static int asi_faults_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, asi_faults_show, NULL);
+}
+
+/* Writing 0 resets the log. */
+static ssize_t asi_faults_write(struct file *file, const char __user *buf,
+				size_t count, loff_t *ppos)
+{
+	unsigned int val;
+	int err;
+
+	err = kstrtouint_from_user(buf, count, 0, &val);
+	if (err)
+		return err;
+	if (val)
+		return -EINVAL;
+	asi_fault_log_reset(NULL);
+	return count;
+}
+
+static const struct file_operations asi_faults_fops = {
+	.owner		= THIS_MODULE,
+	.open		= asi_faults_open,
+	.read		= seq_read,
+	.write		= asi_faults_write,
+	.llseek		= seq_lseek,
+	.release	= single_release,
+};
 
 static const char *asi_boot_mode_str(void)
 {
@@ -1010,18 +1244,18 @@ static int asi_cpus_show(struct seq_file *m, void *v)
 {
 	unsigned int cpu;
 
-	seq_puts(m, "cpu\tdomain\tenters\texit_owner\texit_sched\texit_user\tfallbacks\tlast_fault_ip\tlast_fault_address\trelaxed_retries\n");
+	seq_puts(m, "cpu\tdomain\tenters\texit_owner\texit_sched\texit_user\tfallbacks\tlast_fault_ip\tlast_fault_address\trelaxed_retries\tfallbacks_irq\n");
 	for_each_online_cpu(cpu) {
 		struct asi_cpu_state *st = per_cpu_ptr(&asi_cpu, cpu);
 
-		seq_printf(m, "%u\t%u\t%lu\t%lu\t%lu\t%lu\t%lu\t%pS\t%#lx\t%lu\n", cpu,
+		seq_printf(m, "%u\t%u\t%lu\t%lu\t%lu\t%lu\t%lu\t%pS\t%#lx\t%lu\t%lu\n", cpu,
 			   READ_ONCE(st->curr) ? READ_ONCE(st->curr_id) : 0,
 			   READ_ONCE(st->enters), READ_ONCE(st->exits[ASI_EXIT_OWNER]),
 			   READ_ONCE(st->exits[ASI_EXIT_SCHED]),
 			   READ_ONCE(st->exits[ASI_EXIT_USER]), READ_ONCE(st->fallbacks),
 			   (void *)READ_ONCE(st->last_fault.ip),
 			   READ_ONCE(st->last_fault.address),
-			   READ_ONCE(st->relaxed_retries));
+			   READ_ONCE(st->relaxed_retries), READ_ONCE(st->fallbacks_irq));
 	}
 	return 0;
 }
@@ -1040,6 +1274,7 @@ static int __init asi_report(void)
 		debugfs_create_file("domains", 0400, dir, NULL, &asi_domains_fops);
 		debugfs_create_file("allowlist", 0400, dir, NULL, &asi_allowlist_fops);
 		debugfs_create_file("cpus", 0400, dir, NULL, &asi_cpus_fops);
+		debugfs_create_file("faults", 0600, dir, NULL, &asi_faults_fops);
 	}
 	return 0;
 }

@@ -5,23 +5,36 @@
  * The domain is created with the VM (a failure fails KVM_CREATE_VM) and
  * destroyed with it, after every vCPU is gone. It maps, beyond the
  * always-mapped set and the allowlist of the ASI core, the VM's own data:
- * so far struct kvm and its arch part (one vmalloc area of whole pages,
- * shared with nothing else) and the kernel stacks of the tasks that run
- * its vCPUs. Everything else KVM touches on the restricted table still
- * falls back to the full table; the per-vCPU statistics asi_enters and
- * asi_fallbacks say how often.
+ *
+ * - struct kvm and its arch part (one vmalloc area of whole pages);
+ * - each vCPU: the kvm_run and PIO pages, the local APIC and its register
+ *   page, the emulator context, the guest FPU state, and what the vendor
+ *   module maps with kvm_asi_vcpu_map(): its vCPU struct (from a cache of
+ *   page-sized objects with ASI on), and on SVM the VMCB and the MSR
+ *   permission map;
+ * - the kernel stacks and task_structs of the tasks that run its vCPUs.
+ *
+ * Everything else KVM touches on the restricted table falls back to the
+ * full table; the per-vCPU and per-VM statistics and the VM's debugfs
+ * fault log (asi/faults) say how often and where.
  *
  * The stack is not optional: a CPU on a restricted table that takes an
  * exception pushes its frame onto the current stack, and an unmapped one
  * turns every fault into a double fault. A task's stack is mapped when it
  * first runs one of the VM's vCPUs (KVM_RUN) and unmapped when no vCPU of
- * the VM was last run by it, with a reference on the stack in between, so
- * that it cannot be freed while mapped (the task may exit first).
+ * the VM was last run by it, with references on the stack and the task in
+ * between, so that neither can be freed while mapped.
  */
 #include <linux/asi.h>
+#include <linux/debugfs.h>
 #include <linux/kvm_host.h>
 #include <linux/sched/task.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
+#include <linux/vmalloc.h>
+
+#include "kvm_emulate.h"
+#include "lapic.h"
 
 #include "asi.h"
 
@@ -90,18 +103,17 @@ struct kvm_asi_stack {
 /* Drop the vCPU's stack; unmap it if no other vCPU uses it. */
 static void kvm_asi_put_stack(struct kvm_vcpu *vcpu)
 {
-	struct kvm_asi_stack *st = vcpu->arch.asi_stack;
+	struct kvm_asi_stack *st = vcpu->arch.asi.stack;
 	struct kvm *kvm = vcpu->kvm;
 
 	lockdep_assert_held(&kvm->arch.asi_lock);
 	if (!st)
 		return;
-	vcpu->arch.asi_stack = NULL;
+	vcpu->arch.asi.stack = NULL;
 	if (--st->vcpus)
 		return;
 	list_del(&st->list);
-	asi_unmap_task_stack(kvm->arch.asi, st->task);
-	put_task_struct(st->task);
+	asi_unmap_task(kvm->arch.asi, st->task);
 	kfree(st);
 }
 
@@ -115,7 +127,7 @@ static void kvm_asi_put_stack(struct kvm_vcpu *vcpu)
 int kvm_asi_vcpu_run(struct kvm_vcpu *vcpu)
 {
 	struct kvm *kvm = vcpu->kvm;
-	struct kvm_asi_stack *st = vcpu->arch.asi_stack;
+	struct kvm_asi_stack *st = vcpu->arch.asi.stack;
 	int err = 0;
 
 	if (!kvm->arch.asi || (st && st->task == current))
@@ -132,16 +144,16 @@ int kvm_asi_vcpu_run(struct kvm_vcpu *vcpu)
 		err = -ENOMEM;
 		goto out;
 	}
-	err = asi_map_task_stack(kvm->arch.asi, current, "vCPU task stack");
+	err = asi_map_task(kvm->arch.asi, current, "vCPU task");
 	if (err) {
 		kfree(st);
 		goto out;
 	}
-	st->task = get_task_struct(current);
+	st->task = current;
 	list_add(&st->list, &kvm->arch.asi_stacks);
 found:
 	st->vcpus++;
-	vcpu->arch.asi_stack = st;
+	vcpu->arch.asi.stack = st;
 out:
 	mutex_unlock(&kvm->arch.asi_lock);
 	return err;
@@ -157,7 +169,267 @@ void kvm_asi_vcpu_destroy(struct kvm_vcpu *vcpu)
 
 	if (!kvm->arch.asi)
 		return;
+	kvm_asi_vcpu_unmap_all(vcpu);
 	mutex_lock(&kvm->arch.asi_lock);
 	kvm_asi_put_stack(vcpu);
 	mutex_unlock(&kvm->arch.asi_lock);
+}
+
+/**
+ * kvm_asi_vcpu_map() - map a vCPU's data into its VM's domain
+ * @vcpu: the vCPU
+ * @addr: the data; whole pages that belong to this vCPU alone
+ * @len: its length in bytes
+ * @owner: what it is, for debugfs (a string with static lifetime)
+ *
+ * For the vCPU's data that every VM-entry or common exit touches. The
+ * mapping lasts until kvm_asi_vcpu_unmap_all(), which destroying the vCPU
+ * calls before anything of it is freed. A no-op with ASI off.
+ *
+ * Return: 0, -ENOSPC when the vCPU has no room for another record, or
+ * asi_map()'s error.
+ */
+int kvm_asi_vcpu_map(struct kvm_vcpu *vcpu, const void *addr, size_t len,
+		     const char *owner)
+{
+	struct kvm_asi_vcpu *av = &vcpu->arch.asi;
+	struct asi *asi = vcpu->kvm->arch.asi;
+	int err;
+
+	if (!asi)
+		return 0;
+	if (WARN_ON_ONCE(av->nr_maps == ARRAY_SIZE(av->maps)))
+		return -ENOSPC;
+	err = asi_map(asi, addr, len, owner);
+	if (err)
+		return err;
+	av->maps[av->nr_maps].addr = addr;
+	av->maps[av->nr_maps].len = len;
+	av->nr_maps++;
+	return 0;
+}
+EXPORT_SYMBOL_GPL(kvm_asi_vcpu_map);
+
+/**
+ * kvm_asi_vcpu_unmap_all() - unmap what kvm_asi_vcpu_map() mapped
+ * @vcpu: the vCPU
+ *
+ * In reverse order of mapping, flushing every CPU: the memory may be
+ * freed right after.
+ */
+void kvm_asi_vcpu_unmap_all(struct kvm_vcpu *vcpu)
+{
+	struct kvm_asi_vcpu *av = &vcpu->arch.asi;
+
+	while (av->nr_maps) {
+		av->nr_maps--;
+		asi_unmap(vcpu->kvm->arch.asi, av->maps[av->nr_maps].addr,
+			  av->maps[av->nr_maps].len);
+	}
+}
+EXPORT_SYMBOL_GPL(kvm_asi_vcpu_unmap_all);
+
+/* A vmalloc()ed object: map its whole area, which it owns. */
+static int kvm_asi_vcpu_map_vmalloc(struct kvm_vcpu *vcpu, const void *addr,
+				    const char *owner)
+{
+	struct vm_struct *area = find_vm_area(addr);
+
+	if (WARN_ON_ONCE(!area))
+		return -EINVAL;
+	return kvm_asi_vcpu_map(vcpu, area->addr, get_vm_area_size(area), owner);
+}
+
+/**
+ * kvm_asi_vcpu_create() - map a new vCPU's own data into its VM's domain
+ * @vcpu: the vCPU, created by the vendor module
+ *
+ * Return: 0, or the error of mapping; on error whatever the vCPU had
+ * mapped, the vendor's mappings included, is unmapped.
+ */
+int kvm_asi_vcpu_create(struct kvm_vcpu *vcpu)
+{
+	int err;
+
+	if (!vcpu->kvm->arch.asi)
+		return 0;
+
+	/* The vendor module mapped its struct, with struct kvm_vcpu. */
+	err = kvm_asi_vcpu_map(vcpu, vcpu->run, PAGE_SIZE, "kvm_run");
+	if (!err)
+		err = kvm_asi_vcpu_map(vcpu, vcpu->arch.pio_data, PAGE_SIZE, "PIO data");
+	if (!err && vcpu->arch.apic)
+		err = kvm_asi_vcpu_map(vcpu, vcpu->arch.apic,
+				       sizeof(*vcpu->arch.apic), "local APIC");
+	if (!err && vcpu->arch.apic)
+		err = kvm_asi_vcpu_map(vcpu, vcpu->arch.apic->regs, PAGE_SIZE,
+				       "local APIC registers");
+	if (!err)
+		err = kvm_asi_vcpu_map(vcpu, vcpu->arch.emulate_ctxt,
+				       sizeof(*vcpu->arch.emulate_ctxt), "emulator context");
+	if (!err)
+		err = kvm_asi_vcpu_map_vmalloc(vcpu, vcpu->arch.guest_fpu.fpstate,
+					       "guest FPU state");
+	if (err)
+		kvm_asi_vcpu_unmap_all(vcpu);
+	return err;
+}
+
+/**
+ * kvm_asi_vcpu_run_end() - KVM_RUN is returning to user space
+ * @vcpu: the vCPU
+ *
+ * Leave the domain now, not only on the way to user space, since task
+ * work on that way may destroy the VM.
+ */
+void kvm_asi_vcpu_run_end(struct kvm_vcpu *vcpu)
+{
+	unsigned long flags;
+
+	if (!vcpu->kvm->arch.asi)
+		return;
+	local_irq_save(flags);
+	asi_exit(ASI_EXIT_OWNER);
+	local_irq_restore(flags);
+}
+
+/**
+ * kvm_asi_vcpu_load() - the vCPU is loaded on this CPU
+ * @vcpu: the vCPU
+ *
+ * Snapshots this CPU's ASI counters: until kvm_asi_vcpu_put(), what they
+ * count is the vCPU's. Preemption is off.
+ */
+void kvm_asi_vcpu_load(struct kvm_vcpu *vcpu)
+{
+	struct asi_cpu_state *st = this_cpu_ptr(&asi_cpu);
+	struct kvm_asi_vcpu *av = &vcpu->arch.asi;
+
+	if (!vcpu->kvm->arch.asi)
+		return;
+	av->enters = READ_ONCE(st->enters);
+	av->fallbacks = READ_ONCE(st->fallbacks);
+	av->fallbacks_irq = READ_ONCE(st->fallbacks_irq);
+	av->exits_owner = READ_ONCE(st->exits[ASI_EXIT_OWNER]);
+	av->exits_sched = READ_ONCE(st->exits[ASI_EXIT_SCHED]);
+	av->exits_user = READ_ONCE(st->exits[ASI_EXIT_USER]);
+}
+
+#define KVM_ASI_ADD(vcpu, name, delta)					\
+	do {								\
+		u64 __d = (delta);					\
+									\
+		(vcpu)->stat.asi_##name += __d;				\
+		atomic64_add(__d, &(vcpu)->kvm->stat.vm_asi_##name);	\
+	} while (0)
+
+/**
+ * kvm_asi_vcpu_put() - the vCPU leaves this CPU
+ * @vcpu: the vCPU
+ *
+ * On a schedule-out (a preempt notifier, ahead of the context switch
+ * itself) leaves the domain, so that the switch is the vCPU's and counted
+ * as such; then adds what this CPU counted since kvm_asi_vcpu_load() to
+ * the vCPU's and the VM's statistics. Preemption is off.
+ */
+void kvm_asi_vcpu_put(struct kvm_vcpu *vcpu)
+{
+	struct asi_cpu_state *st = this_cpu_ptr(&asi_cpu);
+	struct kvm_asi_vcpu *av = &vcpu->arch.asi;
+	struct asi *asi = vcpu->kvm->arch.asi;
+	unsigned long flags, fallbacks, irq;
+
+	if (!asi)
+		return;
+	local_irq_save(flags);
+	if (asi_current() == asi)
+		asi_exit(ASI_EXIT_SCHED);
+	local_irq_restore(flags);
+
+	fallbacks = READ_ONCE(st->fallbacks) - av->fallbacks;
+	irq = READ_ONCE(st->fallbacks_irq) - av->fallbacks_irq;
+	KVM_ASI_ADD(vcpu, enters, READ_ONCE(st->enters) - av->enters);
+	KVM_ASI_ADD(vcpu, fallbacks, fallbacks);
+	KVM_ASI_ADD(vcpu, exits_fault, fallbacks - irq);
+	KVM_ASI_ADD(vcpu, exits_interrupt, irq);
+	KVM_ASI_ADD(vcpu, exits_user, READ_ONCE(st->exits[ASI_EXIT_OWNER]) - av->exits_owner);
+	KVM_ASI_ADD(vcpu, exits_sched, READ_ONCE(st->exits[ASI_EXIT_SCHED]) - av->exits_sched);
+	KVM_ASI_ADD(vcpu, exits_other, READ_ONCE(st->exits[ASI_EXIT_USER]) - av->exits_user);
+	/* Counted at VM-entry, into the vCPU's stats only: sum them here. */
+	atomic64_add(vcpu->stat.asi_flushes - av->flushes, &vcpu->kvm->stat.vm_asi_flushes);
+	atomic64_add(vcpu->stat.asi_flushes_skipped - av->flushes_skipped,
+		     &vcpu->kvm->stat.vm_asi_flushes_skipped);
+	av->flushes = vcpu->stat.asi_flushes;
+	av->flushes_skipped = vcpu->stat.asi_flushes_skipped;
+}
+
+static int kvm_asi_faults_show(struct seq_file *m, void *v)
+{
+	struct kvm *kvm = m->private;
+
+	asi_fault_log_show(m, kvm->arch.asi);
+	return 0;
+}
+
+static int kvm_asi_faults_open(struct inode *inode, struct file *file)
+{
+	struct kvm *kvm = inode->i_private;
+	int err;
+
+	/* The VM may be on its way out: pin it while the file is open. */
+	if (!kvm_get_kvm_safe(kvm))
+		return -ENOENT;
+	err = single_open(file, kvm_asi_faults_show, kvm);
+	if (err)
+		kvm_put_kvm(kvm);
+	return err;
+}
+
+static int kvm_asi_faults_release(struct inode *inode, struct file *file)
+{
+	kvm_put_kvm(inode->i_private);
+	return single_release(inode, file);
+}
+
+/* Writing 0 resets the VM's fault log. */
+static ssize_t kvm_asi_faults_write(struct file *file, const char __user *buf,
+				    size_t count, loff_t *ppos)
+{
+	struct kvm *kvm = file_inode(file)->i_private;
+	unsigned int val;
+	int err;
+
+	err = kstrtouint_from_user(buf, count, 0, &val);
+	if (err)
+		return err;
+	if (val)
+		return -EINVAL;
+	asi_fault_log_reset(kvm->arch.asi);
+	return count;
+}
+
+static const struct file_operations kvm_asi_faults_fops = {
+	.owner		= THIS_MODULE,
+	.open		= kvm_asi_faults_open,
+	.read		= seq_read,
+	.write		= kvm_asi_faults_write,
+	.llseek		= seq_lseek,
+	.release	= kvm_asi_faults_release,
+};
+
+/**
+ * kvm_asi_create_vm_debugfs() - the VM's asi/ debugfs folder
+ * @kvm: the VM, its debugfs folder created
+ *
+ * asi/faults: the VM's fallback faults by site (see asi_fault_log_show());
+ * writing 0 resets them.
+ */
+void kvm_asi_create_vm_debugfs(struct kvm *kvm)
+{
+	struct dentry *dir;
+
+	if (!kvm->arch.asi)
+		return;
+	dir = debugfs_create_dir("asi", kvm->debugfs_dentry);
+	debugfs_create_file("faults", 0600, dir, kvm, &kvm_asi_faults_fops);
 }

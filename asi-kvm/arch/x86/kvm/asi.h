@@ -9,84 +9,83 @@
  * exit; anything KVM touches that the domain does not map falls back to
  * the full table (counted), and the next VM-entry returns to it. The CPU
  * leaves the domain when KVM_RUN returns to user space and when the vCPU
- * task is scheduled out (both forced by the ASI core).
+ * task is scheduled out.
  *
  * What the domain maps beyond the kernel's always-mapped set is this VM's
  * own data; see arch/x86/kvm/asi.c.
  */
 #include <linux/asi.h>
 #include <linux/kvm_host.h>
+#include <asm/nospec-branch.h>
 
 #ifdef CONFIG_MITIGATION_ADDRESS_SPACE_ISOLATION
 
 int kvm_asi_init_vm(struct kvm *kvm);
 void kvm_asi_destroy_vm(struct kvm *kvm);
+void kvm_asi_create_vm_debugfs(struct kvm *kvm);
+int kvm_asi_vcpu_create(struct kvm_vcpu *vcpu);
+int kvm_asi_vcpu_map(struct kvm_vcpu *vcpu, const void *addr, size_t len,
+		     const char *owner);
+void kvm_asi_vcpu_unmap_all(struct kvm_vcpu *vcpu);
 int kvm_asi_vcpu_run(struct kvm_vcpu *vcpu);
+void kvm_asi_vcpu_run_end(struct kvm_vcpu *vcpu);
+void kvm_asi_vcpu_load(struct kvm_vcpu *vcpu);
+void kvm_asi_vcpu_put(struct kvm_vcpu *vcpu);
 void kvm_asi_vcpu_destroy(struct kvm_vcpu *vcpu);
 
 /*
+ * What may have been pulled into the caches while the full table was in
+ * use: the L1D where the CPU is affected by L1TF and can flush it, else
+ * the CPU buffers (VERW), which every CPU executes. Static branches
+ * only: this runs on the restricted table, which does not map
+ * boot_cpu_data.
+ */
+static __always_inline void kvm_asi_flush(void)
+{
+	if (static_cpu_has_bug(X86_BUG_L1TF) && static_cpu_has(X86_FEATURE_FLUSH_L1D))
+		native_wrmsrl(MSR_IA32_FLUSH_CMD, L1D_FLUSH);
+	else
+		x86_clear_cpu_buffers();
+}
+
+/*
  * Right before VM-entry, in the noinstr enter/exit region with IRQs off:
- * run the guest on the VM's restricted table.
+ * run the guest on the VM's restricted table, flushing first if this CPU
+ * used the full table since it last entered a guest.
  */
 static __always_inline void kvm_asi_enter(struct kvm_vcpu *vcpu)
 {
 	struct asi *asi = asi_enabled() ? vcpu->kvm->arch.asi : NULL;
 
-	if (asi)
-		asi_enter(asi);
-}
-
-/*
- * KVM_RUN is returning: leave the domain now, not only on the way to user
- * space, since task work on that way may destroy the VM.
- */
-static inline void kvm_asi_vcpu_run_end(void)
-{
-	unsigned long flags;
-
-	if (!asi_enabled())
+	if (!asi)
 		return;
-	local_irq_save(flags);
-	asi_exit(ASI_EXIT_OWNER);
-	local_irq_restore(flags);
-}
-
-/* ASI's per-CPU counters, sampled around a VM-entry to account them. */
-struct kvm_asi_sample {
-	unsigned long enters;
-	unsigned long fallbacks;
-};
-
-static __always_inline void kvm_asi_sample(struct kvm_asi_sample *s)
-{
-	if (!asi_enabled())
-		return;
-	s->enters = this_cpu_read(asi_cpu.enters);
-	s->fallbacks = this_cpu_read(asi_cpu.fallbacks);
-}
-
-/* Add what this CPU counted since @before to the vCPU's stats. */
-static __always_inline void kvm_asi_account(struct kvm_vcpu *vcpu,
-					    const struct kvm_asi_sample *before)
-{
-	if (!asi_enabled())
-		return;
-	vcpu->stat.asi_enters += this_cpu_read(asi_cpu.enters) - before->enters;
-	vcpu->stat.asi_fallbacks += this_cpu_read(asi_cpu.fallbacks) - before->fallbacks;
+	asi_enter(asi);
+	if (asi_need_flush()) {
+		kvm_asi_flush();
+		vcpu->stat.asi_flushes++;
+	} else {
+		vcpu->stat.asi_flushes_skipped++;
+	}
 }
 
 #else
 
 static inline int kvm_asi_init_vm(struct kvm *kvm) { return 0; }
 static inline void kvm_asi_destroy_vm(struct kvm *kvm) { }
+static inline void kvm_asi_create_vm_debugfs(struct kvm *kvm) { }
+static inline int kvm_asi_vcpu_create(struct kvm_vcpu *vcpu) { return 0; }
+static inline int kvm_asi_vcpu_map(struct kvm_vcpu *vcpu, const void *addr,
+				   size_t len, const char *owner)
+{
+	return 0;
+}
+static inline void kvm_asi_vcpu_unmap_all(struct kvm_vcpu *vcpu) { }
 static inline int kvm_asi_vcpu_run(struct kvm_vcpu *vcpu) { return 0; }
+static inline void kvm_asi_vcpu_run_end(struct kvm_vcpu *vcpu) { }
+static inline void kvm_asi_vcpu_load(struct kvm_vcpu *vcpu) { }
+static inline void kvm_asi_vcpu_put(struct kvm_vcpu *vcpu) { }
 static inline void kvm_asi_vcpu_destroy(struct kvm_vcpu *vcpu) { }
 static __always_inline void kvm_asi_enter(struct kvm_vcpu *vcpu) { }
-static inline void kvm_asi_vcpu_run_end(void) { }
-struct kvm_asi_sample { };
-static __always_inline void kvm_asi_sample(struct kvm_asi_sample *s) { }
-static __always_inline void kvm_asi_account(struct kvm_vcpu *vcpu,
-					    const struct kvm_asi_sample *before) { }
 
 #endif /* CONFIG_MITIGATION_ADDRESS_SPACE_ISOLATION */
 

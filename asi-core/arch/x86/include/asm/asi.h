@@ -19,9 +19,9 @@
  * asi_unmap()		Unmap exactly a range given to asi_map() and flush
  *			its translations on every CPU before returning: the
  *			memory may be freed right after. Sleeps.
- * asi_map_task_stack()	Map a task's kernel stack, holding it until
- *			asi_unmap_task_stack(). A task's stack must be
- *			mapped before it enters a domain. Sleeps.
+ * asi_map_task()	Map a task's kernel stack and task_struct, until
+ *			asi_unmap_task(). Both must be mapped
+ *			before the task enters a domain. Sleeps.
  * asi_allowlist_add()	Map a range into every domain, now and later, on
  *			behalf of a named owner. Sleeps.
  * asi_allowlist_remove() Undo it, flushing on every CPU. Sleeps.
@@ -130,6 +130,35 @@ enum asi_owner_class {
 };
 
 /**
+ * struct asi_fault_entry - one fault site of a fault log
+ * @ip: the faulting instruction; 0 for a free slot
+ * @address: the faulting address
+ * @error_code: the page-fault error code of the first fault here
+ * @count: fallback faults at this ip and address page
+ */
+struct asi_fault_entry {
+	unsigned long ip;
+	unsigned long address;
+	unsigned long error_code;
+	atomic_long_t count;
+};
+
+#define ASI_FAULT_LOG_SIZE	128
+
+/**
+ * struct asi_fault_log - fallback faults, deduplicated by ip and page
+ * @entries: open-addressed by a hash of ip and page; never shrinks
+ * @dropped: faults that found no free slot near their hash
+ *
+ * Written locklessly from the fault path (NMIs included), read and reset
+ * through debugfs.
+ */
+struct asi_fault_log {
+	struct asi_fault_entry entries[ASI_FAULT_LOG_SIZE];
+	atomic_long_t dropped;
+};
+
+/**
  * struct asi - an ASI domain: a restricted kernel page table
  * @pgd: the top-level table (PGD_ALLOCATION_ORDER pages, like any PGD)
  * @cr3: the CR3 address bits that load @pgd
@@ -139,6 +168,7 @@ enum asi_owner_class {
  * @list: on the list of all domains
  * @id: unique, for debugfs and traces
  * @name: for debugfs and messages
+ * @faults: this domain's fallback faults
  */
 struct asi {
 	pgd_t *pgd;
@@ -149,17 +179,41 @@ struct asi {
 	struct list_head list;
 	unsigned int id;
 	char name[32];
+	struct asi_fault_log *faults;
 };
 
 /*
  * Per-CPU variables the switch, entry and fault paths touch on a
  * restricted table: they live in page-aligned pages of their own, mapped
- * in every domain.
+ * in every domain. Only the kernel image has that section: the module
+ * loader knows one per-CPU section, so in a module these are plain
+ * per-CPU variables, not mapped (touching them falls back).
  */
+#ifndef MODULE
 #define DECLARE_PER_CPU_ASI(type, name)	DECLARE_PER_CPU_SECTION(type, name, "..asi")
 #define DEFINE_PER_CPU_ASI(type, name)	DEFINE_PER_CPU_SECTION(type, name, "..asi")
+#define DEFINE_PER_CPU_ASI_ALIGNED(type, name)				\
+	DEFINE_PER_CPU_SECTION(type, name, "..asi") ____cacheline_aligned
+#else
+#define DECLARE_PER_CPU_ASI(type, name)	DECLARE_PER_CPU(type, name)
+#define DEFINE_PER_CPU_ASI(type, name)	DEFINE_PER_CPU(type, name)
+#define DEFINE_PER_CPU_ASI_ALIGNED(type, name) DEFINE_PER_CPU_ALIGNED(type, name)
+#endif
 
 extern char __per_cpu_asi_start[], __per_cpu_asi_end[];
+
+/*
+ * The global twin: data that every domain maps, in page-aligned pages of
+ * its own (with the tracepoint string table, which holds only pointers
+ * to constant strings). Nothing secret may go there.
+ */
+#ifndef MODULE
+#define __asi_data	__section(".data..asi")
+#else
+#define __asi_data
+#endif
+
+extern char __asi_data_start[], __asi_data_end[];
 
 /**
  * enum asi_exit_reason - why a CPU left its domain
@@ -197,8 +251,10 @@ struct asi_fault_record {
  * @full_cr3: CR3 value to go back to the full table
  * @need_flush: left a restricted table since the last asi_need_flush()
  * @enters: switches to a restricted table
- * @exits: asi_exit() calls that left a domain, by reason
+ * @exits: asi_exit() calls that switched CR3 off a restricted table, by
+ *	   reason (leaving while relaxed changes no CR3 and is not counted)
  * @fallbacks: fallback faults
+ * @fallbacks_irq: those of them taken in an interrupt or NMI handler
  * @relaxed_retries: faults retried once while relaxed (see the fault hook)
  * @retry_ip: ip of the last such retry
  * @retry_address: address of the last such retry
@@ -213,6 +269,7 @@ struct asi_cpu_state {
 	unsigned long enters;
 	unsigned long exits[ASI_EXIT_NR];
 	unsigned long fallbacks;
+	unsigned long fallbacks_irq;
 	unsigned long relaxed_retries;
 	unsigned long retry_ip;
 	unsigned long retry_address;
@@ -253,8 +310,8 @@ struct asi *asi_get(struct asi *asi);
 void asi_put(struct asi *asi);
 int asi_map(struct asi *asi, const void *addr, size_t len, const char *owner);
 void asi_unmap(struct asi *asi, const void *addr, size_t len);
-int asi_map_task_stack(struct asi *asi, struct task_struct *task, const char *owner);
-void asi_unmap_task_stack(struct asi *asi, struct task_struct *task);
+int asi_map_task(struct asi *asi, struct task_struct *task, const char *owner);
+void asi_unmap_task(struct asi *asi, struct task_struct *task);
 int asi_allowlist_add(const char *owner, const void *addr, size_t len);
 void asi_allowlist_remove(const void *addr, size_t len);
 pte_t asi_lookup(struct asi *asi, unsigned long addr);
@@ -263,5 +320,8 @@ typedef void (*asi_range_fn_t)(void *data, unsigned long start, unsigned long en
 			     const char *owner, enum asi_owner_class class);
 void asi_walk_ranges(struct asi *asi, asi_range_fn_t fn, void *data);
 const char *asi_owner_class_name(enum asi_owner_class class);
+struct seq_file;
+void asi_fault_log_show(struct seq_file *m, struct asi *asi);
+void asi_fault_log_reset(struct asi *asi);
 
 #endif /* _ASM_X86_ASI_H */

@@ -1,0 +1,345 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * asi_exits_test: the cost of Address Space Isolation per VM exit.
+ *
+ * The guest runs each common exit type thousands of times, after a
+ * warm-up; between the phases it syncs with the host, which reads the
+ * vCPU's ASI statistics (KVM_GET_STATS_FD) and prints, per exit type,
+ * fallback faults per 1,000 exits and switches of CR3 (into and out of
+ * the restricted table) per exit.
+ *
+ * With asi=on it checks that every phase ran on the restricted table, that
+ * an exit to user space costs exactly one switch out and one back in,
+ * and that the exits listed as fault-free in Documentation/arch/x86/asi.rst
+ * take no fallback fault. With ASI off (or compiled out) every ASI
+ * statistic must stay 0.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "apic.h"
+#include "kvm_util.h"
+#include "processor.h"
+#include "test_util.h"
+
+#define WARMUP		200
+#define ITERATIONS	5000
+
+#define IOAPIC_GPA	0xfec00000ULL
+#define TIMER_VECTOR	0xec
+#define USER_PORT	0x80	/* no in-kernel device: KVM_EXIT_IO */
+#define PIC_PORT	0x21	/* the in-kernel PIC */
+
+enum phase {
+	PHASE_CPUID,
+	PHASE_MSR_READ,
+	PHASE_MSR_WRITE,
+	PHASE_PIO_KERNEL,
+	PHASE_MMIO_KERNEL,
+	PHASE_PIO_USER,
+	PHASE_HLT,
+	NR_PHASES,
+};
+
+static const struct {
+	const char *name;
+	/* Must take no fallback fault after the warm-up (asi=on). */
+	bool fault_free;
+	/* Goes out to user space on every iteration. */
+	bool user;
+} phases[NR_PHASES] = {
+	/*
+	 * None is fault-free yet: every exit still falls back once, in
+	 * KVM's exit path (see "What still falls back" in
+	 * Documentation/arch/x86/asi.rst). Set the flag of an exit type
+	 * once it runs fault-free.
+	 */
+	[PHASE_CPUID]		= { "cpuid",		false,	false },
+	[PHASE_MSR_READ]	= { "msr_read",		false,	false },
+	[PHASE_MSR_WRITE]	= { "msr_write",	false,	false },
+	[PHASE_PIO_KERNEL]	= { "pio_kernel",	false,	false },
+	[PHASE_MMIO_KERNEL]	= { "mmio_kernel",	false,	false },
+	[PHASE_PIO_USER]	= { "pio_user",		false,	true },
+	[PHASE_HLT]		= { "hlt",		false,	false },
+};
+
+static volatile uint64_t timer_irqs;
+
+static inline uint8_t guest_inb(uint16_t port)
+{
+	uint8_t v;
+
+	asm volatile("inb %1, %0" : "=a"(v) : "Nd"(port));
+	return v;
+}
+
+static inline void guest_outb(uint16_t port, uint8_t v)
+{
+	asm volatile("outb %0, %1" : : "a"(v), "Nd"(port));
+}
+
+static void guest_timer_isr(struct ex_regs *regs)
+{
+	timer_irqs++;
+	x2apic_write_reg(APIC_EOI, 0);
+}
+
+static void guest_hlt_once(void)
+{
+	uint64_t before = timer_irqs;
+
+	x2apic_write_reg(APIC_TMICT, 100);
+	/* STI's shadow covers HLT: the interrupt cannot slip in between. */
+	while (timer_irqs == before)
+		asm volatile("sti; hlt; cli" ::: "memory");
+}
+
+static void guest_phase(enum phase p, int n)
+{
+	uint32_t eax, ebx, ecx, edx;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		switch (p) {
+		case PHASE_CPUID:
+			cpuid(0, &eax, &ebx, &ecx, &edx);
+			break;
+		case PHASE_MSR_READ:
+			rdmsr(APIC_BASE_MSR + (APIC_ID >> 4));
+			break;
+		case PHASE_MSR_WRITE:
+			x2apic_write_reg(APIC_TASKPRI, 0);
+			break;
+		case PHASE_PIO_KERNEL:
+			guest_inb(PIC_PORT);
+			break;
+		case PHASE_MMIO_KERNEL:
+			(void)*(volatile uint32_t *)IOAPIC_GPA;
+			break;
+		case PHASE_HLT:
+			guest_hlt_once();
+			break;
+		case PHASE_PIO_USER:
+			guest_outb(USER_PORT, 0);
+			break;
+		default:
+			GUEST_FAIL("unknown phase %d", p);
+		}
+	}
+}
+
+static void guest_code(void)
+{
+	int p;
+
+	x2apic_enable();
+	x2apic_write_reg(APIC_TDCR, 0xb);	/* divide by 1 */
+	x2apic_write_reg(APIC_LVTT, APIC_LVT_TIMER_ONESHOT | TIMER_VECTOR);
+
+	for (p = 0; p < NR_PHASES; p++) {
+		guest_phase(p, WARMUP);
+		GUEST_SYNC(0);
+		guest_phase(p, ITERATIONS);
+		GUEST_SYNC(1);
+	}
+	GUEST_DONE();
+}
+
+/* The ASI statistics of a vCPU, by their KVM_GET_STATS_FD names. */
+static const char * const stat_names[] = {
+	"exits", "asi_enters", "asi_exits_user", "asi_exits_sched",
+	"asi_exits_fault", "asi_exits_interrupt", "asi_exits_other",
+	"asi_fallbacks", "asi_flushes", "asi_flushes_skipped",
+};
+
+enum { S_EXITS, S_ENTERS, S_USER, S_SCHED, S_FAULT, S_IRQ, S_OTHER, S_FALLBACKS,
+       S_FLUSHES, S_SKIPPED, NR_STATS };
+
+struct stats_reader {
+	int fd;
+	struct kvm_stats_header header;
+	struct kvm_stats_desc *desc;
+	struct kvm_stats_desc *found[NR_STATS];
+};
+
+static void stats_open(struct stats_reader *r, struct kvm_vcpu *vcpu)
+{
+	size_t size = 0;
+	int i, j;
+
+	r->fd = vcpu_get_stats_fd(vcpu);
+	read_stats_header(r->fd, &r->header);
+	r->desc = read_stats_descriptors(r->fd, &r->header);
+	size = get_stats_descriptor_size(&r->header);
+	for (i = 0; i < NR_STATS; i++) {
+		for (j = 0; j < r->header.num_desc; j++) {
+			struct kvm_stats_desc *d = (void *)r->desc + j * size;
+
+			if (!strcmp(d->name, stat_names[i]))
+				r->found[i] = d;
+		}
+		TEST_ASSERT(r->found[i], "vCPU stat %s missing", stat_names[i]);
+	}
+}
+
+static void stats_read(struct stats_reader *r, uint64_t *v)
+{
+	int i;
+
+	for (i = 0; i < NR_STATS; i++)
+		read_stat_data(r->fd, &r->header, r->found[i], &v[i], 1);
+}
+
+static bool asi_is_on(void)
+{
+	char buf[64] = "";
+	FILE *f = fopen("/sys/kernel/debug/asi/state", "r");
+	bool on;
+
+	if (!f)
+		return false;	/* compiled out, or no debugfs: see below */
+	on = fgets(buf, sizeof(buf), f) && !strcmp(buf, "enabled: on\n");
+	fclose(f);
+	return on;
+}
+
+/* Run until the guest's next GUEST_SYNC; count the user-space PIO exits. */
+static uint64_t run_to_sync(struct kvm_vcpu *vcpu)
+{
+	uint64_t user_pio = 0;
+	struct ucall uc;
+
+	for (;;) {
+		vcpu_run(vcpu);
+		switch (get_ucall(vcpu, &uc)) {
+		case UCALL_SYNC:
+			return user_pio;
+		case UCALL_ABORT:
+			REPORT_GUEST_ASSERT(uc);
+			break;
+		case UCALL_NONE:
+			TEST_ASSERT(vcpu->run->exit_reason == KVM_EXIT_IO &&
+				    vcpu->run->io.port == USER_PORT,
+				    "unexpected exit %s",
+				    exit_reason_str(vcpu->run->exit_reason));
+			user_pio++;
+			break;
+		default:
+			TEST_FAIL("unexpected ucall");
+		}
+	}
+}
+
+static void dump_faults(struct kvm_vm *vm)
+{
+	char path[128], line[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/kvm/%d-%d/asi/faults",
+		 getpid(), vm->fd);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	printf("VM fault log (%s):\n", path);
+	while (fgets(line, sizeof(line), f))
+		printf("  %s", line);
+	fclose(f);
+}
+
+int main(void)
+{
+	uint64_t before[NR_STATS], after[NR_STATS], d[NR_STATS];
+	bool on = asi_is_on(), failed = false;
+	struct stats_reader r = { };
+	struct kvm_vcpu *vcpu;
+	struct kvm_vm *vm;
+	struct ucall uc;
+	int p, i;
+
+	vm = vm_create_with_one_vcpu(&vcpu, guest_code);
+	vm_install_exception_handler(vm, TIMER_VECTOR, guest_timer_isr);
+	virt_map(vm, IOAPIC_GPA, IOAPIC_GPA, 1);
+	stats_open(&r, vcpu);
+
+	printf("ASI is %s; %d iterations per exit type after %d of warm-up\n",
+	       on ? "on" : "off", ITERATIONS, WARMUP);
+	printf("%-12s %8s %8s %8s %8s %8s %8s %8s %10s %10s\n", "exit", "exits",
+	       "enters", "user", "sched", "fault", "irq", "flushes", "fb/1000",
+	       "cr3/exit");
+
+	for (p = 0; p < NR_PHASES; p++) {
+		uint64_t user_pio, leaves;
+		double exits;
+
+		run_to_sync(vcpu);			/* the warm-up */
+		stats_read(&r, before);
+		user_pio = run_to_sync(vcpu);
+		stats_read(&r, after);
+		for (i = 0; i < NR_STATS; i++)
+			d[i] = after[i] - before[i];
+
+		/* The sync's own exit to user space is in the deltas: drop it. */
+		exits = d[S_EXITS] ? d[S_EXITS] - 1 : 0;
+		printf("%-12s %8lu %8lu %8lu %8lu %8lu %8lu %8lu %10.2f %10.3f\n",
+		       phases[p].name, d[S_EXITS], d[S_ENTERS], d[S_USER], d[S_SCHED],
+		       d[S_FAULT], d[S_IRQ], d[S_FLUSHES],
+		       exits ? 1000.0 * d[S_FALLBACKS] / exits : 0.0,
+		       exits ? (double)(d[S_ENTERS] + d[S_USER] + d[S_SCHED] + d[S_FAULT] +
+					d[S_IRQ] + d[S_OTHER] - 2) / exits : 0.0);
+
+		TEST_ASSERT(d[S_EXITS] >= ITERATIONS,
+			    "%s: %lu exits for %d iterations", phases[p].name,
+			    d[S_EXITS], ITERATIONS);
+		if (phases[p].user)
+			TEST_ASSERT(user_pio == ITERATIONS, "%s: %lu exits to user space",
+				    phases[p].name, user_pio);
+
+		if (!on) {
+			for (i = S_ENTERS; i < NR_STATS; i++)
+				TEST_ASSERT(!d[i], "ASI off, but %s moved by %lu",
+					    stat_names[i], d[i]);
+			continue;
+		}
+
+		/* Every VM-entry runs on the restricted table. */
+		TEST_ASSERT(d[S_ENTERS] >= 1, "%s: never entered the restricted table",
+			    phases[p].name);
+		/*
+		 * Both syncs find the vCPU off the table (KVM_RUN returned):
+		 * every switch onto it in between was followed by one off it.
+		 */
+		leaves = d[S_USER] + d[S_SCHED] + d[S_FAULT] + d[S_IRQ] + d[S_OTHER];
+		TEST_ASSERT(d[S_ENTERS] == leaves, "%s: %lu switches onto the table, %lu off it",
+			    phases[p].name, d[S_ENTERS], leaves);
+		/* Each exit to user space leaves the table, if not before. */
+		if (phases[p].user)
+			TEST_ASSERT(leaves >= user_pio + 1, "%s: %lu switches off the table for %lu exits to user space",
+				    phases[p].name, leaves, user_pio + 1);
+		TEST_ASSERT(d[S_FLUSHES] + d[S_SKIPPED] >= d[S_ENTERS],
+			    "%s: %lu flushes, %lu skipped for %lu entries", phases[p].name,
+			    d[S_FLUSHES], d[S_SKIPPED], d[S_ENTERS]);
+		/* A flush only after the full table was used. */
+		TEST_ASSERT(d[S_FLUSHES] <= d[S_ENTERS],
+			    "%s: %lu flushes for %lu entries", phases[p].name,
+			    d[S_FLUSHES], d[S_ENTERS]);
+		if (phases[p].user && phases[p].fault_free && !d[S_FALLBACKS] && !d[S_SCHED])
+			TEST_ASSERT(d[S_USER] == ITERATIONS + 1 && d[S_ENTERS] == ITERATIONS + 1,
+				    "%s: %lu switches out to user space and %lu back in for %d exits",
+				    phases[p].name, d[S_USER], d[S_ENTERS], ITERATIONS);
+		if (phases[p].fault_free && d[S_FALLBACKS]) {
+			printf("FAIL: %s: %lu fallback faults in %d exits\n",
+			       phases[p].name, d[S_FALLBACKS], ITERATIONS);
+			if (!failed)
+				dump_faults(vm);
+			failed = true;
+		}
+	}
+
+	vcpu_run(vcpu);
+	TEST_ASSERT(get_ucall(vcpu, &uc) == UCALL_DONE, "guest did not finish");
+	TEST_ASSERT(!failed, "fallback faults on exits that must be fault-free");
+	kvm_vm_free(vm);
+	return 0;
+}
