@@ -8,10 +8,11 @@
  *
  * - struct kvm and its arch part (one vmalloc area of whole pages);
  * - each vCPU: the kvm_run and PIO pages, the local APIC and its register
- *   page, the emulator context, the guest FPU state, and what the vendor
+ *   page, the emulator context, and what the vendor
  *   module maps with kvm_asi_vcpu_map(): its vCPU struct (from a cache of
  *   page-sized objects with ASI on), and on SVM the VMCB and the MSR
- *   permission map;
+ *   permission map. Not the guest FPU state: XFD may reallocate it, and
+ *   nothing would unmap the old one before it is freed;
  * - the kernel stacks and task_structs of the tasks that run its vCPUs.
  *
  * Everything else KVM touches on the restricted table falls back to the
@@ -31,7 +32,6 @@
 #include <linux/sched/task.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
-#include <linux/vmalloc.h>
 
 #include "kvm_emulate.h"
 #include "lapic.h"
@@ -229,17 +229,6 @@ void kvm_asi_vcpu_unmap_all(struct kvm_vcpu *vcpu)
 }
 EXPORT_SYMBOL_GPL(kvm_asi_vcpu_unmap_all);
 
-/* A vmalloc()ed object: map its whole area, which it owns. */
-static int kvm_asi_vcpu_map_vmalloc(struct kvm_vcpu *vcpu, const void *addr,
-				    const char *owner)
-{
-	struct vm_struct *area = find_vm_area(addr);
-
-	if (WARN_ON_ONCE(!area))
-		return -EINVAL;
-	return kvm_asi_vcpu_map(vcpu, area->addr, get_vm_area_size(area), owner);
-}
-
 /**
  * kvm_asi_vcpu_create() - map a new vCPU's own data into its VM's domain
  * @vcpu: the vCPU, created by the vendor module
@@ -267,9 +256,6 @@ int kvm_asi_vcpu_create(struct kvm_vcpu *vcpu)
 	if (!err)
 		err = kvm_asi_vcpu_map(vcpu, vcpu->arch.emulate_ctxt,
 				       sizeof(*vcpu->arch.emulate_ctxt), "emulator context");
-	if (!err)
-		err = kvm_asi_vcpu_map_vmalloc(vcpu, vcpu->arch.guest_fpu.fpstate,
-					       "guest FPU state");
 	if (err)
 		kvm_asi_vcpu_unmap_all(vcpu);
 	return err;
