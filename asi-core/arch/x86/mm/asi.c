@@ -1079,8 +1079,17 @@ static void asi_describe(struct seq_file *m, unsigned long addr)
 	seq_puts(m, "?");
 }
 
-static void asi_fault_log_print(struct seq_file *m, struct asi_fault_log *log)
+/**
+ * asi_fault_log_show() - print a domain's fallback faults
+ * @m: the seq_file of a debugfs file
+ * @asi: the domain, or NULL for the faults of every domain
+ *
+ * One line per fault site (ip and address page): how often it faulted,
+ * the ip as a symbol, the address and what the address belongs to.
+ */
+void asi_fault_log_show(struct seq_file *m, struct asi *asi)
 {
+	struct asi_fault_log *log = asi ? asi->faults : &asi_all_faults;
 	unsigned int i;
 
 	seq_puts(m, "count\tip\taddress\terror_code\twhat\n");
@@ -1098,29 +1107,13 @@ static void asi_fault_log_print(struct seq_file *m, struct asi_fault_log *log)
 	}
 	seq_printf(m, "dropped\t%ld\n", atomic_long_read(&log->dropped));
 }
-
-/**
- * asi_fault_log_show() - print a domain's fallback faults
- * @m: the seq_file of a debugfs file
- * @asi: the domain, or NULL for the faults of every domain
- *
- * One line per fault site (ip and address page): how often it faulted,
- * the ip as a symbol, the address and what the address belongs to.
- */
-void asi_fault_log_show(struct seq_file *m, struct asi *asi)
-{
-	asi_fault_log_print(m, asi ? asi->faults : &asi_all_faults);
-}
 EXPORT_SYMBOL_GPL(asi_fault_log_show);
 
-/**
- * asi_fault_log_reset() - forget a domain's fallback faults
- * @asi: the domain, or NULL for the log of every domain
- *
- * Racing faults may survive the reset, or be lost; the log is for
- * finding fault sites, the per-CPU and KVM counters are exact.
+/*
+ * Racing faults may survive the reset, or be lost; the log is for finding
+ * fault sites, the per-CPU and KVM counters are exact.
  */
-void asi_fault_log_reset(struct asi *asi)
+static void asi_fault_log_reset(struct asi *asi)
 {
 	struct asi_fault_log *log = asi ? asi->faults : &asi_all_faults;
 	unsigned int i;
@@ -1131,7 +1124,32 @@ void asi_fault_log_reset(struct asi *asi)
 	}
 	atomic_long_set(&log->dropped, 0);
 }
-EXPORT_SYMBOL_GPL(asi_fault_log_reset);
+
+/**
+ * asi_fault_log_write() - a write to a fault log's debugfs file
+ * @asi: the domain, or NULL for the log of every domain
+ * @buf: what user space wrote
+ * @count: its length
+ *
+ * Writing 0 resets the log; anything else is refused.
+ *
+ * Return: @count, -EINVAL for a value other than 0, or the error of
+ * parsing @buf.
+ */
+ssize_t asi_fault_log_write(struct asi *asi, const char __user *buf, size_t count)
+{
+	unsigned int val;
+	int err;
+
+	err = kstrtouint_from_user(buf, count, 0, &val);
+	if (err)
+		return err;
+	if (val)
+		return -EINVAL;
+	asi_fault_log_reset(asi);
+	return count;
+}
+EXPORT_SYMBOL_GPL(asi_fault_log_write);
 
 static int asi_faults_show(struct seq_file *m, void *v)
 {
@@ -1144,20 +1162,10 @@ static int asi_faults_open(struct inode *inode, struct file *file)
 	return single_open(file, asi_faults_show, NULL);
 }
 
-/* Writing 0 resets the log. */
 static ssize_t asi_faults_write(struct file *file, const char __user *buf,
 				size_t count, loff_t *ppos)
 {
-	unsigned int val;
-	int err;
-
-	err = kstrtouint_from_user(buf, count, 0, &val);
-	if (err)
-		return err;
-	if (val)
-		return -EINVAL;
-	asi_fault_log_reset(NULL);
-	return count;
+	return asi_fault_log_write(NULL, buf, count);
 }
 
 static const struct file_operations asi_faults_fops = {

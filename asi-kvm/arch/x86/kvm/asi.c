@@ -382,16 +382,8 @@ static ssize_t kvm_asi_faults_write(struct file *file, const char __user *buf,
 				    size_t count, loff_t *ppos)
 {
 	struct kvm *kvm = file_inode(file)->i_private;
-	unsigned int val;
-	int err;
 
-	err = kstrtouint_from_user(buf, count, 0, &val);
-	if (err)
-		return err;
-	if (val)
-		return -EINVAL;
-	asi_fault_log_reset(kvm->arch.asi);
-	return count;
+	return asi_fault_log_write(kvm->arch.asi, buf, count);
 }
 
 static const struct file_operations kvm_asi_faults_fops = {

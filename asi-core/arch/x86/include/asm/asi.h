@@ -322,6 +322,6 @@ void asi_walk_ranges(struct asi *asi, asi_range_fn_t fn, void *data);
 const char *asi_owner_class_name(enum asi_owner_class class);
 struct seq_file;
 void asi_fault_log_show(struct seq_file *m, struct asi *asi);
-void asi_fault_log_reset(struct asi *asi);
+ssize_t asi_fault_log_write(struct asi *asi, const char __user *buf, size_t count);
 
 #endif /* _ASM_X86_ASI_H */
