@@ -1252,18 +1252,19 @@ static int asi_cpus_show(struct seq_file *m, void *v)
 {
 	unsigned int cpu;
 
-	seq_puts(m, "cpu\tdomain\tenters\texit_owner\texit_sched\texit_user\tfallbacks\tlast_fault_ip\tlast_fault_address\trelaxed_retries\tfallbacks_irq\n");
+	seq_puts(m, "cpu\tdomain\tenters\texit_owner\texit_sched\texit_user\tfallbacks\tlast_fault_ip\tlast_fault_address\trelaxed_retries\tfallbacks_irq\texit_interrupt\n");
 	for_each_online_cpu(cpu) {
 		struct asi_cpu_state *st = per_cpu_ptr(&asi_cpu, cpu);
 
-		seq_printf(m, "%u\t%u\t%lu\t%lu\t%lu\t%lu\t%lu\t%pS\t%#lx\t%lu\t%lu\n", cpu,
+		seq_printf(m, "%u\t%u\t%lu\t%lu\t%lu\t%lu\t%lu\t%pS\t%#lx\t%lu\t%lu\t%lu\n", cpu,
 			   READ_ONCE(st->curr) ? READ_ONCE(st->curr_id) : 0,
 			   READ_ONCE(st->enters), READ_ONCE(st->exits[ASI_EXIT_OWNER]),
 			   READ_ONCE(st->exits[ASI_EXIT_SCHED]),
 			   READ_ONCE(st->exits[ASI_EXIT_USER]), READ_ONCE(st->fallbacks),
 			   (void *)READ_ONCE(st->last_fault.ip),
 			   READ_ONCE(st->last_fault.address),
-			   READ_ONCE(st->relaxed_retries), READ_ONCE(st->fallbacks_irq));
+			   READ_ONCE(st->relaxed_retries), READ_ONCE(st->fallbacks_irq),
+			   READ_ONCE(st->exits[ASI_EXIT_INTERRUPT]));
 	}
 	return 0;
 }

@@ -11,6 +11,7 @@
 #include <kunit/test.h>
 #include <linux/asi.h>
 #include <linux/gfp.h>
+#include <linux/irq_work.h>
 #include <linux/mm.h>
 #include <linux/percpu.h>
 #include <linux/sched/task.h>
@@ -503,13 +504,14 @@ static unsigned long fallbacks(void)
 	return n;
 }
 
-static unsigned long sched_exits(void)
+/* Exits for @reason on every CPU. */
+static unsigned long exits(enum asi_exit_reason reason)
 {
 	unsigned long n = 0;
 	unsigned int cpu;
 
 	for_each_possible_cpu(cpu)
-		n += READ_ONCE(per_cpu(asi_cpu.exits[ASI_EXIT_SCHED], cpu));
+		n += READ_ONCE(per_cpu(asi_cpu.exits[reason], cpu));
 	return n;
 }
 
@@ -517,22 +519,84 @@ static unsigned long sched_exits(void)
 static void asi_context_switch_leaves_domain(struct kunit *test)
 {
 	struct asi_switch_env *env = test->priv;
-	unsigned long before = sched_exits() + fallbacks();
+	unsigned long before = exits(ASI_EXIT_SCHED) + exits(ASI_EXIT_INTERRUPT) + fallbacks();
 	struct asi *asi = env->asi;
 
 	local_irq_disable();
 	asi_enter(asi);
 	local_irq_enable();
-	/* Interrupts may land here, on the restricted table, and fall back. */
+	/* An interrupt may land here, on the restricted table, and leave. */
 	schedule_timeout_uninterruptible(2);
 	KUNIT_EXPECT_PTR_EQ(test, asi_current(), NULL);
 	KUNIT_EXPECT_NE(test, cr3_addr(__native_read_cr3()), cr3_addr(__pa(asi->pgd)));
 	/*
 	 * The exit is counted as a schedule-out when the CPU was still on the
-	 * restricted table; schedule() may touch unmapped data first, and
-	 * fall back (counted there) before the switch.
+	 * restricted table; an interrupt may have left first, or schedule()
+	 * touched unmapped data and fell back (counted there) before the
+	 * switch.
 	 */
-	KUNIT_EXPECT_GE(test, sched_exits() + fallbacks(), before + 1);
+	KUNIT_EXPECT_GE(test, exits(ASI_EXIT_SCHED) + exits(ASI_EXIT_INTERRUPT) + fallbacks(),
+			before + 1);
+}
+
+/* In the ASI per-CPU section: the test reads it on the restricted table. */
+static DEFINE_PER_CPU_ASI(int, asi_test_irq_seen);
+static DEFINE_PER_CPU(unsigned long, asi_test_irq_cr3);
+
+static void asi_test_irq_work(struct irq_work *work)
+{
+	this_cpu_write(asi_test_irq_cr3, __native_read_cr3());
+	this_cpu_write(asi_test_irq_seen, 1);
+}
+
+static noinline void asi_probe_irq(struct asi_switch_env *env, unsigned long *irq_exits,
+				   unsigned long *fallbacks, unsigned long *cr3, int *seen)
+{
+	struct irq_work work = IRQ_WORK_INIT_HARD(asi_test_irq_work);
+	unsigned long flags, exits_before, fallbacks_before;
+	int i;
+
+	local_irq_save(flags);
+	this_cpu_write(asi_test_irq_seen, 0);
+	exits_before = this_cpu_read(asi_cpu.exits[ASI_EXIT_INTERRUPT]);
+	fallbacks_before = this_cpu_read(asi_cpu.fallbacks);
+	/* Raises the irq_work self-IPI, pending until interrupts are on. */
+	irq_work_queue(&work);
+	asi_enter(env->asi);
+	/* Raw: no IRQ-flags tracing, which would touch unmapped data. */
+	raw_local_irq_enable();
+	for (i = 0; i < 10000000 && !this_cpu_read(asi_test_irq_seen); i++)
+		cpu_relax();
+	raw_local_irq_disable();
+	*seen = this_cpu_read(asi_test_irq_seen);
+	*cr3 = __native_read_cr3();
+	*irq_exits = this_cpu_read(asi_cpu.exits[ASI_EXIT_INTERRUPT]) - exits_before;
+	*fallbacks = this_cpu_read(asi_cpu.fallbacks) - fallbacks_before;
+	asi_exit(ASI_EXIT_OWNER);
+	local_irq_restore(flags);
+	irq_work_sync(&work);
+}
+
+/*
+ * Invariant 5, interrupts: a hardware interrupt taken on a restricted
+ * table (here the irq_work self-IPI) leaves the domain on entry, so that
+ * its handler runs on the full table without a fallback fault, and the
+ * exit is counted as an interrupt one.
+ */
+static void asi_interrupt_leaves_domain(struct kunit *test)
+{
+	struct asi_switch_env *env = test->priv;
+	unsigned long irq_exits, fallbacks, cr3;
+	int seen;
+
+	asi_probe_irq(env, &irq_exits, &fallbacks, &cr3, &seen);
+	KUNIT_ASSERT_EQ_MSG(test, seen, 1, "the irq_work interrupt did not arrive");
+	KUNIT_EXPECT_GE(test, irq_exits, 1UL);
+	KUNIT_EXPECT_EQ(test, fallbacks, 0UL);
+	KUNIT_EXPECT_EQ(test, cr3_addr(this_cpu_read(asi_test_irq_cr3)),
+			cr3_addr(this_cpu_read(asi_cpu.full_cr3)));
+	KUNIT_EXPECT_EQ(test, cr3_addr(cr3), cr3_addr(this_cpu_read(asi_cpu.full_cr3)));
+	KUNIT_EXPECT_PTR_EQ(test, asi_current(), NULL);
 }
 
 /* In the ASI per-CPU section: readable on the restricted table. */
@@ -608,6 +672,7 @@ static struct kunit_case asi_switch_cases[] = {
 	KUNIT_CASE(asi_fault_unmapped_everywhere_still_faults),
 	KUNIT_CASE(asi_need_flush_only_after_full_table_use),
 	KUNIT_CASE(asi_context_switch_leaves_domain),
+	KUNIT_CASE(asi_interrupt_leaves_domain),
 	KUNIT_CASE(asi_nmi_on_restricted_table_falls_back),
 	{}
 };

@@ -11,8 +11,11 @@
  *   page, the emulator context, and what the vendor
  *   module maps with kvm_asi_vcpu_map(): its vCPU struct (from a cache of
  *   page-sized objects with ASI on), and on SVM the VMCB and the MSR
- *   permission map. Not the guest FPU state: XFD may reallocate it, and
- *   nothing would unmap the old one before it is freed;
+ *   permission map; its CPUID entries (a vmalloc()ed copy, replaced with
+ *   them). Not the guest FPU state: XFD may reallocate it, and nothing
+ *   would unmap the old one before it is freed;
+ * - the per-CPU read-side counters of the VM's SRCU structs (page-owned
+ *   with ASI on), which every exit takes;
  * - the kernel stacks and task_structs of the tasks that run its vCPUs.
  *
  * Everything else KVM touches on the restricted table falls back to the
@@ -32,11 +35,47 @@
 #include <linux/sched/task.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
+#include <linux/vmalloc.h>
 
 #include "kvm_emulate.h"
 #include "lapic.h"
 
 #include "asi.h"
+
+/* Unmap @ssp's per-CPU data from @asi, on the CPUs before @end. */
+static void kvm_asi_unmap_srcu(struct asi *asi, struct srcu_struct *ssp,
+			       unsigned int end)
+{
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu) {
+		if (cpu >= end)
+			break;
+		asi_unmap(asi, per_cpu_ptr(ssp->sda, cpu), sizeof(struct srcu_data));
+	}
+}
+
+/*
+ * Map @ssp's per-CPU data, which srcu_read_lock() and srcu_read_unlock()
+ * write: KVM takes kvm->srcu around every VM-entry. With ASI on each CPU's
+ * srcu_data has a page of its own (see init_srcu_struct_fields()).
+ */
+static int kvm_asi_map_srcu(struct asi *asi, struct srcu_struct *ssp,
+			    const char *owner)
+{
+	unsigned int cpu;
+	int err;
+
+	for_each_possible_cpu(cpu) {
+		err = asi_map(asi, per_cpu_ptr(ssp->sda, cpu),
+			      sizeof(struct srcu_data), owner);
+		if (err) {
+			kvm_asi_unmap_srcu(asi, ssp, cpu);
+			return err;
+		}
+	}
+	return 0;
+}
 
 /**
  * kvm_asi_init_vm() - give a new VM its ASI domain
@@ -63,12 +102,24 @@ int kvm_asi_init_vm(struct kvm *kvm)
 
 	/* struct kvm is vmalloc()ed on x86: whole pages of its own. */
 	err = asi_map(asi, kvm, kvm_x86_ops.vm_size, "struct kvm");
-	if (err) {
-		asi_put(asi);
-		return err;
-	}
+	if (err)
+		goto err_put;
+	err = kvm_asi_map_srcu(asi, &kvm->srcu, "kvm->srcu");
+	if (err)
+		goto err_unmap_kvm;
+	err = kvm_asi_map_srcu(asi, &kvm->irq_srcu, "kvm->irq_srcu");
+	if (err)
+		goto err_unmap_srcu;
 	kvm->arch.asi = asi;
 	return 0;
+
+err_unmap_srcu:
+	kvm_asi_unmap_srcu(asi, &kvm->srcu, nr_cpu_ids);
+err_unmap_kvm:
+	asi_unmap(asi, kvm, kvm_x86_ops.vm_size);
+err_put:
+	asi_put(asi);
+	return err;
 }
 
 /**
@@ -85,6 +136,8 @@ void kvm_asi_destroy_vm(struct kvm *kvm)
 		return;
 	WARN_ON_ONCE(!list_empty(&kvm->arch.asi_stacks));
 	kvm->arch.asi = NULL;
+	kvm_asi_unmap_srcu(asi, &kvm->irq_srcu, nr_cpu_ids);
+	kvm_asi_unmap_srcu(asi, &kvm->srcu, nr_cpu_ids);
 	asi_unmap(asi, kvm, kvm_x86_ops.vm_size);
 	asi_put(asi);
 }
@@ -170,6 +223,10 @@ void kvm_asi_vcpu_destroy(struct kvm_vcpu *vcpu)
 	if (!kvm->arch.asi)
 		return;
 	kvm_asi_vcpu_unmap_all(vcpu);
+	if (vcpu->arch.asi.cpuid) {
+		asi_unmap(kvm->arch.asi, vcpu->arch.asi.cpuid, vcpu->arch.asi.cpuid_len);
+		vcpu->arch.asi.cpuid = NULL;
+	}
 	mutex_lock(&kvm->arch.asi_lock);
 	kvm_asi_put_stack(vcpu);
 	mutex_unlock(&kvm->arch.asi_lock);
@@ -228,6 +285,51 @@ void kvm_asi_vcpu_unmap_all(struct kvm_vcpu *vcpu)
 	}
 }
 EXPORT_SYMBOL_GPL(kvm_asi_vcpu_unmap_all);
+
+/**
+ * kvm_asi_vcpu_set_cpuid() - map the CPUID entries a vCPU is about to take
+ * @vcpu: the vCPU
+ * @e2: the new entries, kvmalloc()ed; replaced by a mapped copy
+ * @nent: their number
+ *
+ * CPUID exits look the entries up, so the domain maps them: a vmalloc()ed
+ * copy, which owns its pages, replaces *@e2 (freed here). The previous
+ * entries are unmapped, as the caller frees them next. A no-op with ASI
+ * off.
+ *
+ * Return: 0, or -ENOMEM or asi_map()'s error, *@e2 and the previous
+ * entries' mapping unchanged then.
+ */
+int kvm_asi_vcpu_set_cpuid(struct kvm_vcpu *vcpu, struct kvm_cpuid_entry2 **e2,
+			   int nent)
+{
+	struct kvm_asi_vcpu *av = &vcpu->arch.asi;
+	struct asi *asi = vcpu->kvm->arch.asi;
+	size_t len = nent * sizeof(**e2);
+	void *copy = NULL;
+	int err;
+
+	if (!asi)
+		return 0;
+	if (nent) {
+		copy = __vmalloc(len, GFP_KERNEL_ACCOUNT);
+		if (!copy)
+			return -ENOMEM;
+		memcpy(copy, *e2, len);
+		err = asi_map(asi, copy, len, "CPUID entries");
+		if (err) {
+			vfree(copy);
+			return err;
+		}
+		kvfree(*e2);
+		*e2 = copy;
+	}
+	if (av->cpuid)
+		asi_unmap(asi, av->cpuid, av->cpuid_len);
+	av->cpuid = copy;
+	av->cpuid_len = len;
+	return 0;
+}
 
 /**
  * kvm_asi_vcpu_create() - map a new vCPU's own data into its VM's domain
@@ -299,6 +401,7 @@ void kvm_asi_vcpu_load(struct kvm_vcpu *vcpu)
 	av->exits_owner = READ_ONCE(st->exits[ASI_EXIT_OWNER]);
 	av->exits_sched = READ_ONCE(st->exits[ASI_EXIT_SCHED]);
 	av->exits_user = READ_ONCE(st->exits[ASI_EXIT_USER]);
+	av->exits_interrupt = READ_ONCE(st->exits[ASI_EXIT_INTERRUPT]);
 }
 
 #define KVM_ASI_ADD(vcpu, name, delta)					\
@@ -337,7 +440,8 @@ void kvm_asi_vcpu_put(struct kvm_vcpu *vcpu)
 	KVM_ASI_ADD(vcpu, enters, READ_ONCE(st->enters) - av->enters);
 	KVM_ASI_ADD(vcpu, fallbacks, fallbacks);
 	KVM_ASI_ADD(vcpu, exits_fault, fallbacks - irq);
-	KVM_ASI_ADD(vcpu, exits_interrupt, irq);
+	KVM_ASI_ADD(vcpu, exits_interrupt,
+		    READ_ONCE(st->exits[ASI_EXIT_INTERRUPT]) - av->exits_interrupt + irq);
 	KVM_ASI_ADD(vcpu, exits_user, READ_ONCE(st->exits[ASI_EXIT_OWNER]) - av->exits_owner);
 	KVM_ASI_ADD(vcpu, exits_sched, READ_ONCE(st->exits[ASI_EXIT_SCHED]) - av->exits_sched);
 	KVM_ASI_ADD(vcpu, exits_other, READ_ONCE(st->exits[ASI_EXIT_USER]) - av->exits_user);

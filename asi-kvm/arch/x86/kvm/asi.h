@@ -27,6 +27,8 @@ int kvm_asi_vcpu_create(struct kvm_vcpu *vcpu);
 int kvm_asi_vcpu_map(struct kvm_vcpu *vcpu, const void *addr, size_t len,
 		     const char *owner);
 void kvm_asi_vcpu_unmap_all(struct kvm_vcpu *vcpu);
+int kvm_asi_vcpu_set_cpuid(struct kvm_vcpu *vcpu, struct kvm_cpuid_entry2 **e2,
+			   int nent);
 int kvm_asi_vcpu_run(struct kvm_vcpu *vcpu);
 void kvm_asi_vcpu_run_end(struct kvm_vcpu *vcpu);
 void kvm_asi_vcpu_load(struct kvm_vcpu *vcpu);
@@ -80,6 +82,11 @@ static inline int kvm_asi_vcpu_map(struct kvm_vcpu *vcpu, const void *addr,
 	return 0;
 }
 static inline void kvm_asi_vcpu_unmap_all(struct kvm_vcpu *vcpu) { }
+static inline int kvm_asi_vcpu_set_cpuid(struct kvm_vcpu *vcpu,
+					 struct kvm_cpuid_entry2 **e2, int nent)
+{
+	return 0;
+}
 static inline int kvm_asi_vcpu_run(struct kvm_vcpu *vcpu) { return 0; }
 static inline void kvm_asi_vcpu_run_end(struct kvm_vcpu *vcpu) { }
 static inline void kvm_asi_vcpu_load(struct kvm_vcpu *vcpu) { }

@@ -220,12 +220,14 @@ extern char __asi_data_start[], __asi_data_end[];
  * @ASI_EXIT_OWNER: asi_exit() by the domain's owner
  * @ASI_EXIT_SCHED: a context switch
  * @ASI_EXIT_USER: the return to user space
+ * @ASI_EXIT_INTERRUPT: a hardware interrupt or system vector, on entry
  * @ASI_EXIT_NR: number of reasons
  */
 enum asi_exit_reason {
 	ASI_EXIT_OWNER,
 	ASI_EXIT_SCHED,
 	ASI_EXIT_USER,
+	ASI_EXIT_INTERRUPT,
 	ASI_EXIT_NR,
 };
 
