@@ -28,6 +28,7 @@
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
+#include <linux/sched/mm.h>
 #include <linux/sched/task.h>
 #include <linux/sched/task_stack.h>
 #include <linux/seq_file.h>
@@ -519,8 +520,102 @@ static void asi_free_ranges(struct asi *asi)
 	mtree_destroy(&asi->ranges);
 }
 
+/*
+ * Domains that share an mm's user half, and the switch that makes
+ * asi_sync_user_pgd() look at them. A raw lock: top-level entries are
+ * written under the mm's page_table_lock, in any context that may
+ * allocate page tables.
+ */
+static DEFINE_STATIC_KEY_FALSE(asi_user_key);
+static DEFINE_RAW_SPINLOCK(asi_user_lock);
+static LIST_HEAD(asi_user_domains);
+
+/**
+ * asi_sync_user_pgd() - a top-level entry of some page table was written
+ * @pgdp: the entry
+ * @pgd: its new value, as written to the kernel's copy of the table
+ *
+ * Called by native_set_pgd() and, with the P4D level folded,
+ * native_set_p4d(), right after the write. If the entry is in the user
+ * half of an mm's PGD that domains share, copy it into them, so that no
+ * domain keeps pointing at lower-level tables the mm has freed: the mm
+ * clears its entry before it frees the table below it, and the TLB flush
+ * that precedes the free reaches every CPU running the mm, each of which
+ * leaves its domain on the flush interrupt.
+ */
+void asi_sync_user_pgd(pgd_t *pgdp, pgd_t pgd)
+{
+	pgd_t *table = (pgd_t *)((unsigned long)pgdp & PAGE_MASK);
+	unsigned long flags;
+	struct asi *asi;
+
+	if (!static_branch_unlikely(&asi_user_key) || !pgdp_maps_userspace(pgdp))
+		return;
+	raw_spin_lock_irqsave(&asi_user_lock, flags);
+	list_for_each_entry(asi, &asi_user_domains, user_list) {
+		if (asi->user_mm->pgd == table)
+			WRITE_ONCE(asi->pgd[pgdp - table], pgd);
+	}
+	raw_spin_unlock_irqrestore(&asi_user_lock, flags);
+}
+
+/**
+ * asi_share_user() - give a domain the user address space of an mm
+ * @asi: the domain
+ * @mm: the mm; the domain holds a reference on it (mmgrab()) until it goes
+ *
+ * For an owner whose code on the restricted table accesses @mm's user
+ * memory (KVM: guest memory, through the VMM's mappings). The domain's
+ * user half then holds @mm's top-level entries, kept in step by
+ * asi_sync_user_pgd(), so that the lower levels are @mm's own tables. As
+ * in the kernel's own table, user pages are reachable only by uaccess
+ * (SMAP) and never executable (SMEP, and NX on the entries with PTI).
+ * A domain shares at most one mm. Can sleep.
+ *
+ * Return: 0, or -EBUSY if @asi already shares an mm.
+ */
+int asi_share_user(struct asi *asi, struct mm_struct *mm)
+{
+	unsigned long flags;
+	int i;
+
+	might_sleep();
+	if (asi->user_mm)
+		return -EBUSY;
+	mmgrab(mm);
+	/* Before the domain is listed: no write may miss it after. */
+	static_branch_inc(&asi_user_key);
+	raw_spin_lock_irqsave(&asi_user_lock, flags);
+	asi->user_mm = mm;
+	list_add(&asi->user_list, &asi_user_domains);
+	for (i = 0; i < PGD_KERNEL_START; i++)
+		WRITE_ONCE(asi->pgd[i], READ_ONCE(mm->pgd[i]));
+	raw_spin_unlock_irqrestore(&asi_user_lock, flags);
+	return 0;
+}
+EXPORT_SYMBOL_GPL(asi_share_user);
+
+/* Stop sharing the user half: the domain is going. Can sleep. */
+static void asi_unshare_user(struct asi *asi)
+{
+	unsigned long flags;
+	int i;
+
+	if (!asi->user_mm)
+		return;
+	raw_spin_lock_irqsave(&asi_user_lock, flags);
+	list_del(&asi->user_list);
+	for (i = 0; i < PGD_KERNEL_START; i++)
+		WRITE_ONCE(asi->pgd[i], __pgd(0));
+	raw_spin_unlock_irqrestore(&asi_user_lock, flags);
+	static_branch_dec(&asi_user_key);
+	mmdrop(asi->user_mm);
+	asi->user_mm = NULL;
+}
+
 static void asi_free(struct asi *asi)
 {
+	asi_unshare_user(asi);
 	kfree(asi->faults);
 	asi_free_ranges(asi);
 	asi_tables(asi, true);

@@ -379,6 +379,8 @@ struct asi_probe {
 	unsigned long v_mapped, v_unmapped;
 	unsigned long fb_before, fb_after_mapped, fb_after_unmapped;
 	unsigned long enters_before, enters_after;
+	unsigned long fault_address;
+	unsigned int fault_domain;
 };
 
 /* Everything between enter and exit stays in registers, stack, ASI state. */
@@ -404,6 +406,9 @@ static noinline void asi_probe_run(struct asi_switch_env *env, struct asi_probe 
 	p->enters_after = this_cpu_read(asi_cpu.enters);
 	asi_exit(ASI_EXIT_OWNER);
 	p->cr3_out = __native_read_cr3();
+	/* This CPU's record: the test may migrate once interrupts are on. */
+	p->fault_address = this_cpu_read(asi_cpu.last_fault.address);
+	p->fault_domain = this_cpu_read(asi_cpu.last_fault.domain);
 	local_irq_restore(flags);
 }
 
@@ -427,9 +432,8 @@ static void asi_enter_switches_and_fallback_restores(struct kunit *test)
 	/* And exit returns to exactly where enter started. */
 	KUNIT_EXPECT_EQ(test, cr3_addr(p.cr3_out), cr3_addr(p.cr3_before));
 	KUNIT_EXPECT_PTR_EQ(test, asi_current(), NULL);
-	KUNIT_EXPECT_EQ(test, this_cpu_read(asi_cpu.last_fault.address),
-			(unsigned long)env->unmapped);
-	KUNIT_EXPECT_EQ(test, this_cpu_read(asi_cpu.last_fault.domain), env->asi->id);
+	KUNIT_EXPECT_EQ(test, p.fault_address, (unsigned long)env->unmapped);
+	KUNIT_EXPECT_EQ(test, p.fault_domain, env->asi->id);
 }
 
 static noinline long asi_probe_bad_read(struct asi_switch_env *env, void *bad,
@@ -549,8 +553,18 @@ static void asi_test_irq_work(struct irq_work *work)
 	this_cpu_write(asi_test_irq_seen, 1);
 }
 
-static noinline void asi_probe_irq(struct asi_switch_env *env, unsigned long *irq_exits,
-				   unsigned long *fallbacks, unsigned long *cr3, int *seen)
+/* What a probe saw, read on its CPU before the test may migrate. */
+struct asi_probe_result {
+	unsigned long cr3;		/* CR3 after the event */
+	unsigned long full_cr3;		/* the CPU's full table */
+	unsigned long handler_cr3;	/* CR3 inside the handler */
+	unsigned long exits;		/* interrupt exits */
+	unsigned long fallbacks;	/* fallback faults */
+	int seen;			/* the handler ran */
+	int consistent;			/* the handler saw the full table */
+};
+
+static noinline void asi_probe_irq(struct asi_switch_env *env, struct asi_probe_result *res)
 {
 	struct irq_work work = IRQ_WORK_INIT_HARD(asi_test_irq_work);
 	unsigned long flags, exits_before, fallbacks_before;
@@ -568,10 +582,12 @@ static noinline void asi_probe_irq(struct asi_switch_env *env, unsigned long *ir
 	for (i = 0; i < 10000000 && !this_cpu_read(asi_test_irq_seen); i++)
 		cpu_relax();
 	raw_local_irq_disable();
-	*seen = this_cpu_read(asi_test_irq_seen);
-	*cr3 = __native_read_cr3();
-	*irq_exits = this_cpu_read(asi_cpu.exits[ASI_EXIT_INTERRUPT]) - exits_before;
-	*fallbacks = this_cpu_read(asi_cpu.fallbacks) - fallbacks_before;
+	res->seen = this_cpu_read(asi_test_irq_seen);
+	res->cr3 = __native_read_cr3();
+	res->full_cr3 = this_cpu_read(asi_cpu.full_cr3);
+	res->handler_cr3 = this_cpu_read(asi_test_irq_cr3);
+	res->exits = this_cpu_read(asi_cpu.exits[ASI_EXIT_INTERRUPT]) - exits_before;
+	res->fallbacks = this_cpu_read(asi_cpu.fallbacks) - fallbacks_before;
 	asi_exit(ASI_EXIT_OWNER);
 	local_irq_restore(flags);
 	irq_work_sync(&work);
@@ -586,16 +602,14 @@ static noinline void asi_probe_irq(struct asi_switch_env *env, unsigned long *ir
 static void asi_interrupt_leaves_domain(struct kunit *test)
 {
 	struct asi_switch_env *env = test->priv;
-	unsigned long irq_exits, fallbacks, cr3;
-	int seen;
+	struct asi_probe_result res;
 
-	asi_probe_irq(env, &irq_exits, &fallbacks, &cr3, &seen);
-	KUNIT_ASSERT_EQ_MSG(test, seen, 1, "the irq_work interrupt did not arrive");
-	KUNIT_EXPECT_GE(test, irq_exits, 1UL);
-	KUNIT_EXPECT_EQ(test, fallbacks, 0UL);
-	KUNIT_EXPECT_EQ(test, cr3_addr(this_cpu_read(asi_test_irq_cr3)),
-			cr3_addr(this_cpu_read(asi_cpu.full_cr3)));
-	KUNIT_EXPECT_EQ(test, cr3_addr(cr3), cr3_addr(this_cpu_read(asi_cpu.full_cr3)));
+	asi_probe_irq(env, &res);
+	KUNIT_ASSERT_EQ_MSG(test, res.seen, 1, "the irq_work interrupt did not arrive");
+	KUNIT_EXPECT_GE(test, res.exits, 1UL);
+	KUNIT_EXPECT_EQ(test, res.fallbacks, 0UL);
+	KUNIT_EXPECT_EQ(test, cr3_addr(res.handler_cr3), cr3_addr(res.full_cr3));
+	KUNIT_EXPECT_EQ(test, cr3_addr(res.cr3), cr3_addr(res.full_cr3));
 	KUNIT_EXPECT_PTR_EQ(test, asi_current(), NULL);
 }
 
@@ -618,8 +632,7 @@ static int asi_test_nmi(unsigned int type, struct pt_regs *regs)
 	return NMI_HANDLED;
 }
 
-static noinline void asi_probe_nmi(struct asi_switch_env *env, unsigned long *cr3,
-				   unsigned long *fallbacks, int *seen)
+static noinline void asi_probe_nmi(struct asi_switch_env *env, struct asi_probe_result *res)
 {
 	struct asi *asi = env->asi;
 	unsigned long flags, before;
@@ -632,9 +645,11 @@ static noinline void asi_probe_nmi(struct asi_switch_env *env, unsigned long *cr
 	__apic_send_IPI_self(NMI_VECTOR);
 	for (i = 0; i < 10000000 && !this_cpu_read(asi_test_nmis); i++)
 		cpu_relax();
-	*seen = this_cpu_read(asi_test_nmis);
-	*cr3 = __native_read_cr3();
-	*fallbacks = this_cpu_read(asi_cpu.fallbacks) - before;
+	res->seen = this_cpu_read(asi_test_nmis);
+	res->cr3 = __native_read_cr3();
+	res->full_cr3 = this_cpu_read(asi_cpu.full_cr3);
+	res->consistent = this_cpu_read(asi_test_nmi_consistent);
+	res->fallbacks = this_cpu_read(asi_cpu.fallbacks) - before;
 	asi_exit(ASI_EXIT_OWNER);
 	local_irq_restore(flags);
 }
@@ -649,21 +664,23 @@ static noinline void asi_probe_nmi(struct asi_switch_env *env, unsigned long *cr
 static void asi_nmi_on_restricted_table_falls_back(struct kunit *test)
 {
 	struct asi_switch_env *env = test->priv;
-	unsigned long cr3, fallbacks;
+	struct asi_probe_result res;
 	bool on_a_table;
-	int seen, err;
+	int err;
 
 	err = register_nmi_handler(NMI_LOCAL, asi_test_nmi, 0, "asi_test");
 	KUNIT_ASSERT_EQ(test, err, 0);
-	asi_probe_nmi(env, &cr3, &fallbacks, &seen);
+	asi_probe_nmi(env, &res);
 	unregister_nmi_handler(NMI_LOCAL, "asi_test");
 
-	KUNIT_EXPECT_EQ(test, seen, 1);
-	KUNIT_EXPECT_EQ(test, this_cpu_read(asi_test_nmi_consistent), 1);
-	KUNIT_EXPECT_GE(test, fallbacks, 1UL);
-	on_a_table = cr3_addr(cr3) == cr3_addr(__pa(env->asi->pgd)) ||
-		     cr3_addr(cr3) == cr3_addr(this_cpu_read(asi_cpu.full_cr3));
-	KUNIT_EXPECT_TRUE_MSG(test, on_a_table, "CR3 %#lx after the NMI is neither table", cr3);
+	/* Read on the probe's CPU: the test may have migrated since. */
+	KUNIT_EXPECT_EQ(test, res.seen, 1);
+	KUNIT_EXPECT_EQ(test, res.consistent, 1);
+	KUNIT_EXPECT_GE(test, res.fallbacks, 1UL);
+	on_a_table = cr3_addr(res.cr3) == cr3_addr(__pa(env->asi->pgd)) ||
+		     cr3_addr(res.cr3) == cr3_addr(res.full_cr3);
+	KUNIT_EXPECT_TRUE_MSG(test, on_a_table, "CR3 %#lx after the NMI is neither table (full: %#lx)",
+			      res.cr3, res.full_cr3);
 	KUNIT_EXPECT_PTR_EQ(test, asi_current(), NULL);
 }
 

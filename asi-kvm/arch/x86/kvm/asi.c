@@ -16,7 +16,13 @@
  *   would unmap the old one before it is freed;
  * - the per-CPU read-side counters of the VM's SRCU structs (page-owned
  *   with ASI on), which every exit takes;
- * - the kernel stacks and task_structs of the tasks that run its vCPUs.
+ * - the kernel stacks and task_structs of the tasks that run its vCPUs;
+ * - the user half of the VMM's mm (asi_share_user()): guest memory is
+ *   reached through the VMM's mappings, by uaccess (instruction fetch and
+ *   guest page-table walks of the emulator, kvm_read_guest()). What the
+ *   VMM maps is the VMM's and its VM's, not another VM's.
+ * - the VM's memslots (whole pages with ASI on), which every guest
+ *   memory access looks up.
  *
  * Everything else KVM touches on the restricted table falls back to the
  * full table; the per-vCPU and per-VM statistics and the VM's debugfs
@@ -104,6 +110,10 @@ int kvm_asi_init_vm(struct kvm *kvm)
 	err = asi_map(asi, kvm, kvm_x86_ops.vm_size, "struct kvm");
 	if (err)
 		goto err_put;
+	/* Guest memory, as KVM reaches it: through the VMM's mappings. */
+	err = asi_share_user(asi, kvm->mm);
+	if (err)
+		goto err_unmap_kvm;
 	err = kvm_asi_map_srcu(asi, &kvm->srcu, "kvm->srcu");
 	if (err)
 		goto err_unmap_kvm;
@@ -140,6 +150,45 @@ void kvm_asi_destroy_vm(struct kvm *kvm)
 	kvm_asi_unmap_srcu(asi, &kvm->srcu, nr_cpu_ids);
 	asi_unmap(asi, kvm, kvm_x86_ops.vm_size);
 	asi_put(asi);
+}
+
+/**
+ * kvm_asi_map_memslot() - map a memslot that is about to be installed
+ * @kvm: the VM
+ * @slot: the new slot, allocated in whole pages with ASI on
+ *
+ * Every guest memory access through the memslots (gfn_to_memslot(), the
+ * emulator's guest page-table walks) reads the slot. A no-op with ASI off.
+ *
+ * Return: 0 or asi_map()'s error; the slot is not mapped then.
+ */
+int kvm_asi_map_memslot(struct kvm *kvm, struct kvm_memory_slot *slot)
+{
+	int err;
+
+	slot->arch.asi_mapped = false;
+	if (!kvm->arch.asi)
+		return 0;
+	err = asi_map(kvm->arch.asi, slot, sizeof(*slot), "memslot");
+	if (!err)
+		slot->arch.asi_mapped = true;
+	return err;
+}
+
+/**
+ * kvm_asi_unmap_memslot() - unmap a memslot before it is freed
+ * @kvm: the VM
+ * @slot: the slot, no longer reachable by any vCPU
+ *
+ * A no-op if the slot was not mapped, or once the domain is gone.
+ */
+void kvm_asi_unmap_memslot(struct kvm *kvm, struct kvm_memory_slot *slot)
+{
+	if (!slot->arch.asi_mapped)
+		return;
+	slot->arch.asi_mapped = false;
+	if (kvm->arch.asi)
+		asi_unmap(kvm->arch.asi, slot, sizeof(*slot));
 }
 
 /*

@@ -25,6 +25,9 @@
  * asi_allowlist_add()	Map a range into every domain, now and later, on
  *			behalf of a named owner. Sleeps.
  * asi_allowlist_remove() Undo it, flushing on every CPU. Sleeps.
+ * asi_share_user()	Let the domain's user half be an mm's, kept in step
+ *			with the mm's top-level entries until the domain
+ *			goes. Sleeps.
  *
  * Every domain also maps the always-mapped set, built at creation: kernel
  * text and rodata (what PTI may map to user space too), the cpu_entry_area
@@ -169,6 +172,8 @@ struct asi_fault_log {
  * @id: unique, for debugfs and traces
  * @name: for debugfs and messages
  * @faults: this domain's fallback faults
+ * @user_mm: the mm whose user half the domain shares, or NULL
+ * @user_list: on the list of domains sharing a user half
  */
 struct asi {
 	pgd_t *pgd;
@@ -180,6 +185,8 @@ struct asi {
 	unsigned int id;
 	char name[32];
 	struct asi_fault_log *faults;
+	struct mm_struct *user_mm;
+	struct list_head user_list;
 };
 
 /*
@@ -314,6 +321,7 @@ int asi_map(struct asi *asi, const void *addr, size_t len, const char *owner);
 void asi_unmap(struct asi *asi, const void *addr, size_t len);
 int asi_map_task(struct asi *asi, struct task_struct *task, const char *owner);
 void asi_unmap_task(struct asi *asi, struct task_struct *task);
+int asi_share_user(struct asi *asi, struct mm_struct *mm);
 int asi_allowlist_add(const char *owner, const void *addr, size_t len);
 void asi_allowlist_remove(const void *addr, size_t len);
 pte_t asi_lookup(struct asi *asi, unsigned long addr);

@@ -1,0 +1,92 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# NMI storm (invariant 5): while a vCPU runs guests on its VM's restricted
+# table, send NMIs to every other CPU in a loop (sysrq "l": a backtrace of
+# every CPU, by NMI). Nothing may oops, WARN or hang (the harness catches
+# panics and hangs; oops=panic), the guests must pass, and some NMIs must
+# have landed on a restricted table (fallback faults counted in interrupt
+# or NMI context, asi/cpus column 11), else the test proved nothing.
+# Skips with ASI off. Exit: 0 pass, 1 fail, 4 skip.
+#
+# Usage: asi_nmi_storm.sh [ROUNDS [GUEST]]
+
+rounds=${1:-300}
+guest=${2:-/tests/kvm/x86_64/asi_exits_test}
+cpus=/sys/kernel/debug/asi/cpus
+stop=/tmp/asi_nmi_storm.stop
+failed=/tmp/asi_nmi_storm.failed
+
+grep -q '^enabled: on' /sys/kernel/debug/asi/state 2>/dev/null || {
+	echo "SKIP: ASI is off"
+	exit 4
+}
+[ -w /proc/sysrq-trigger ] || { echo "FAIL: no /proc/sysrq-trigger"; exit 1; }
+[ -r "$cpus" ] || { echo "FAIL: $cpus missing"; exit 1; }
+[ -x "$guest" ] || { echo "FAIL: $guest missing"; exit 1; }
+ncpus=$(awk 'NR > 1' "$cpus" | wc -l)
+[ "$ncpus" -ge 2 ] || { echo "SKIP: needs two CPUs, has $ncpus"; exit 4; }
+
+# Column sums of asi/cpus: enters (3), fallbacks in IRQ/NMI context (11).
+sum() { awk -v c="$1" 'NR > 1 { s += $c } END { print s + 0 }' "$cpus"; }
+
+# Pin the guests and the storm to different CPUs where taskset exists, so
+# that the NMIs find the vCPU on its table rather than waiting for it.
+on_cpu() {
+	c=$1; shift
+	if command -v taskset >/dev/null; then taskset -c "$c" "$@"; else "$@"; fi
+}
+
+rm -f "$stop" "$failed"
+warn0=$(dmesg | grep -c -E 'WARNING:|BUG:|Oops')
+e0=$(sum 3) n0=$(sum 11)
+level=$(awk '{ print $1 }' /proc/sys/kernel/printk)
+# The backtraces go to the log buffer only: a serial console under TCG
+# would take minutes to print them.
+echo 1 >/proc/sys/kernel/printk
+
+(
+	runs=0
+	while [ ! -e "$stop" ] || [ $runs -eq 0 ]; do
+		on_cpu 1 "$guest" >/tmp/asi_nmi_storm.out 2>&1 || {
+			cp /tmp/asi_nmi_storm.out "$failed"
+			break
+		}
+		runs=$((runs + 1))
+	done
+	echo "$runs" >/tmp/asi_nmi_storm.runs
+) &
+loop=$!
+
+i=0
+while [ $i -lt "$rounds" ]; do
+	on_cpu 0 sh -c 'echo l >/proc/sysrq-trigger'
+	i=$((i + 1))
+done
+touch "$stop"
+wait $loop
+echo "$level" >/proc/sys/kernel/printk
+
+e1=$(sum 3) n1=$(sum 11)
+warn1=$(dmesg | grep -c -E 'WARNING:|BUG:|Oops')
+echo "$rounds NMI rounds, $(cat /tmp/asi_nmi_storm.runs) guest runs of $guest:" \
+	"$((e1 - e0)) switches into a restricted table," \
+	"$((n1 - n0)) fallback faults in interrupt or NMI context"
+
+fail=0
+if [ -e "$failed" ]; then
+	echo "FAIL: $guest failed during the storm:"
+	cat "$failed"
+	fail=1
+fi
+if [ "$warn1" -ne "$warn0" ]; then
+	echo "FAIL: WARN, BUG or oops during the storm:"
+	dmesg | grep -A20 -E 'WARNING:|BUG:|Oops' | head -60
+	fail=1
+fi
+if [ "$n1" -le "$n0" ]; then
+	echo "FAIL: no NMI landed on a restricted table (nothing was tested)"
+	fail=1
+fi
+[ $fail -eq 0 ] && echo "PASS"
+exit $fail
