@@ -22,7 +22,11 @@
  *   guest page-table walks of the emulator, kvm_read_guest()). What the
  *   VMM maps is the VMM's and its VM's, not another VM's.
  * - the VM's memslots (whole pages with ASI on), which every guest
- *   memory access looks up.
+ *   memory access looks up;
+ * - the I/O buses and the in-kernel PIC and IOAPIC (kvm_arch_asi_map()),
+ *   which in-kernel PIO and MMIO exits go through. The buses are
+ *   replaced on every device registration: the new one is mapped before
+ *   it is installed, the old one unmapped before it is freed.
  *
  * Everything else KVM touches on the restricted table falls back to the
  * full table; the per-vCPU and per-VM statistics and the VM's debugfs
@@ -83,6 +87,21 @@ static int kvm_asi_map_srcu(struct asi *asi, struct srcu_struct *ssp,
 	return 0;
 }
 
+/* The buses kvm_create_vm() made, before the domain existed. */
+static int kvm_asi_map_buses(struct kvm *kvm, struct asi *asi)
+{
+	struct kvm_io_bus *bus;
+	int i, err;
+
+	for (i = 0; i < KVM_NR_BUSES; i++) {
+		bus = rcu_dereference_protected(kvm->buses[i], 1);
+		err = asi_map(asi, bus, struct_size(bus, range, bus->dev_count), "I/O bus");
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 /**
  * kvm_asi_init_vm() - give a new VM its ASI domain
  * @kvm: the VM, its arch part allocated
@@ -120,6 +139,10 @@ int kvm_asi_init_vm(struct kvm *kvm)
 	err = kvm_asi_map_srcu(asi, &kvm->irq_srcu, "kvm->irq_srcu");
 	if (err)
 		goto err_unmap_srcu;
+	/* Dropped with the domain on error: nothing is freed before it. */
+	err = kvm_asi_map_buses(kvm, asi);
+	if (err)
+		goto err_unmap_srcu;
 	kvm->arch.asi = asi;
 	return 0;
 
@@ -150,6 +173,43 @@ void kvm_asi_destroy_vm(struct kvm *kvm)
 	kvm_asi_unmap_srcu(asi, &kvm->srcu, nr_cpu_ids);
 	asi_unmap(asi, kvm, kvm_x86_ops.vm_size);
 	asi_put(asi);
+}
+
+/**
+ * kvm_arch_asi_map() - map a VM's data into its domain
+ * @kvm: the VM
+ * @addr: the data; whole pages that belong to this VM alone
+ * @len: its length in bytes
+ * @owner: what it is, for debugfs (a string with static lifetime)
+ *
+ * For the VM's data that common exits touch, allocated and freed by
+ * generic or device code: the I/O buses, the PIC, the IOAPIC. A no-op
+ * with ASI off.
+ *
+ * Return: 0 or asi_map()'s error; nothing is mapped then.
+ */
+int kvm_arch_asi_map(struct kvm *kvm, const void *addr, size_t len,
+		     const char *owner)
+{
+	if (!kvm->arch.asi)
+		return 0;
+	return asi_map(kvm->arch.asi, addr, len, owner);
+}
+
+/**
+ * kvm_arch_asi_unmap() - unmap what kvm_arch_asi_map() mapped
+ * @kvm: the VM
+ * @addr: @addr given to kvm_arch_asi_map()
+ * @len: @len given to kvm_arch_asi_map()
+ *
+ * Flushes every CPU before returning: the memory may be freed right
+ * after. A no-op with ASI off and once the domain is gone (its
+ * destruction dropped every mapping).
+ */
+void kvm_arch_asi_unmap(struct kvm *kvm, const void *addr, size_t len)
+{
+	if (kvm->arch.asi)
+		asi_unmap(kvm->arch.asi, addr, len);
 }
 
 /**

@@ -32,10 +32,9 @@
 #define ITERATIONS	5000
 /*
  * Fallback faults of the sync itself, which the deltas include: GUEST_SYNC
- * is a PIO exit, and KVM's lookup of in-kernel PIO devices (the I/O bus)
- * still falls back once. 0 once in-kernel PIO runs fault-free.
+ * is a PIO exit to user space, fault-free like the others.
  */
-#define SYNC_FALLBACKS	1
+#define SYNC_FALLBACKS	0
 
 #define IOAPIC_GPA	0xfec00000ULL
 #define USER_PORT	0x80	/* no in-kernel device: KVM_EXIT_IO */
@@ -59,17 +58,16 @@ static const struct {
 	bool user;
 } phases[NR_PHASES] = {
 	/*
-	 * The in-kernel PIO and MMIO exits still fall back once each, in
-	 * KVM's I/O bus lookup (see "What still falls back" in
-	 * Documentation/arch/x86/asi.rst). Set the flag of an exit type
-	 * once it runs fault-free.
+	 * Every exit type runs fault-free (see "What still falls back" in
+	 * Documentation/arch/x86/asi.rst); a new one is added with its
+	 * flag clear until it does.
 	 */
 	[PHASE_CPUID]		= { "cpuid",		true,	false },
 	[PHASE_MSR_READ]	= { "msr_read",		true,	false },
 	[PHASE_MSR_WRITE]	= { "msr_write",	true,	false },
-	[PHASE_PIO_KERNEL]	= { "pio_kernel",	false,	false },
-	[PHASE_MMIO_KERNEL]	= { "mmio_kernel",	false,	false },
-	[PHASE_PIO_USER]	= { "pio_user",		false,	true },
+	[PHASE_PIO_KERNEL]	= { "pio_kernel",	true,	false },
+	[PHASE_MMIO_KERNEL]	= { "mmio_kernel",	true,	false },
+	[PHASE_PIO_USER]	= { "pio_user",		true,	true },
 };
 
 static inline uint8_t guest_inb(uint16_t port)
@@ -238,6 +236,11 @@ int main(void)
 {
 	uint64_t before[NR_STATS], after[NR_STATS], d[NR_STATS];
 	bool on = asi_is_on(), failed = false;
+	/*
+	 * For runs that cause fallbacks on purpose (NMIs sent at the vCPU by
+	 * asi_nmi_storm.sh): every other check still applies.
+	 */
+	bool allow_fallbacks = !!getenv("ASI_EXITS_ALLOW_FALLBACKS");
 	struct stats_reader r = { };
 	struct kvm_vcpu *vcpu;
 	struct kvm_vm *vm;
@@ -310,11 +313,18 @@ int main(void)
 		TEST_ASSERT(d[S_FLUSHES] <= d[S_ENTERS],
 			    "%s: %lu flushes for %lu entries", phases[p].name,
 			    d[S_FLUSHES], d[S_ENTERS]);
+		/*
+		 * Exactly one switch out and one back in per exit to user
+		 * space (and the sync's), but where a host interrupt had left
+		 * the table first: that exit is the interrupt's.
+		 */
 		if (phases[p].user && phases[p].fault_free && !d[S_FALLBACKS] && !d[S_SCHED])
-			TEST_ASSERT(d[S_USER] == ITERATIONS + 1 && d[S_ENTERS] == ITERATIONS + 1,
-				    "%s: %lu switches out to user space and %lu back in for %d exits",
-				    phases[p].name, d[S_USER], d[S_ENTERS], ITERATIONS);
-		if (phases[p].fault_free && d[S_FALLBACKS] > SYNC_FALLBACKS) {
+			TEST_ASSERT(d[S_USER] <= ITERATIONS + 1 &&
+				    d[S_USER] + d[S_IRQ] >= ITERATIONS + 1 &&
+				    d[S_ENTERS] == d[S_USER] + d[S_IRQ],
+				    "%s: %lu switches out to user space, %lu on interrupts and %lu back in for %d exits",
+				    phases[p].name, d[S_USER], d[S_IRQ], d[S_ENTERS], ITERATIONS);
+		if (phases[p].fault_free && !allow_fallbacks && d[S_FALLBACKS] > SYNC_FALLBACKS) {
 			printf("FAIL: %s: %lu fallback faults in %d exits and the sync's\n",
 			       phases[p].name, d[S_FALLBACKS], ITERATIONS);
 			if (!failed)
