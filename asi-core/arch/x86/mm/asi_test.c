@@ -679,7 +679,8 @@ static void asi_nmi_on_restricted_table_falls_back(struct kunit *test)
 	KUNIT_EXPECT_GE(test, res.fallbacks, 1UL);
 	on_a_table = cr3_addr(res.cr3) == cr3_addr(__pa(env->asi->pgd)) ||
 		     cr3_addr(res.cr3) == cr3_addr(res.full_cr3);
-	KUNIT_EXPECT_TRUE_MSG(test, on_a_table, "CR3 %#lx after the NMI is neither table (full: %#lx)",
+	KUNIT_EXPECT_TRUE_MSG(test, on_a_table,
+			      "CR3 %#lx after the NMI is neither table (full: %#lx)",
 			      res.cr3, res.full_cr3);
 	KUNIT_EXPECT_PTR_EQ(test, asi_current(), NULL);
 }
