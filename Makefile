@@ -7,7 +7,7 @@ SHELL := /bin/bash
 S := scripts
 
 .PHONY: all tree refresh kernel kernel-modules kernel-noasi selftests image \
-	check check-full check-modules demo clean distclean help
+	check check-full check-modules demo clean distclean help tools-test
 
 all: image
 
@@ -21,7 +21,8 @@ help:
 	@echo "make kernel        build the test kernel (out/build/default)"
 	@echo "make kernel-modules build the configuration with KVM as modules"
 	@echo "make selftests     build the KVM selftests, static"
-	@echo "make image         build the test initramfs"
+	@echo "make image         build the test initramfs (with page-table-tools' asi-pt)"
+	@echo "make tools-test    asi-pt's unit tests on recorded input (part of make check)"
 
 tree:
 	@$(S)/tree.sh
@@ -47,7 +48,10 @@ image: selftests
 image-modules: kernel-modules selftests
 	@$(S)/image.sh modules
 
-check: image
+tools-test: image
+	@$(MAKE) -s -C page-table-tools OUT=$(CURDIR)/out/build/tools test
+
+check: image tools-test
 	@python3 selftests/harness/asitest.py check --plan short
 
 check-full: image

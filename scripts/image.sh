@@ -37,6 +37,11 @@ done <"$img/kvm-tests.txt"
 cp -a "$SRC/tools/testing/selftests/asi/." "$root/tests/asi/"
 rm -f "$root/tests/asi/Makefile"
 
+# The page-table tool, static.
+mkdir -p "$BUILD/tools"
+make -s -C "$TOP/page-table-tools" OUT="$BUILD/tools" || die "building page-table-tools failed"
+install -m 755 "$BUILD/tools/asi-pt" "$root/tests/bin/asi-pt"
+
 # Plans.
 for p in "$TOP"/selftests/harness/plans/*.plan; do
 	cp "$p" "$root/tests/plans/$(basename "$p" .plan)"

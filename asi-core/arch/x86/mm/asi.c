@@ -29,6 +29,7 @@
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
+#include <linux/ptdump.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/task.h>
 #include <linux/sched/task_stack.h>
@@ -47,6 +48,9 @@
 #include <asm/special_insns.h>
 #include <asm/tlbflush.h>
 #include <asm/tsc.h>
+
+#define CREATE_TRACE_POINTS
+#include <trace/events/asi.h>
 
 #include "mm_internal.h"
 
@@ -528,32 +532,38 @@ static void asi_free_ranges(struct asi *asi)
  * written under the mm's page_table_lock, in any context that may
  * allocate page tables.
  */
-static DEFINE_STATIC_KEY_FALSE(asi_user_key);
+DEFINE_STATIC_KEY_FALSE(asi_user_key);
 static DEFINE_RAW_SPINLOCK(asi_user_lock);
 static LIST_HEAD(asi_user_domains);
 
 /**
- * asi_sync_user_pgd() - a top-level entry of some page table was written
+ * __asi_sync_user_pgd() - a top-level entry of some page table was written
  * @pgdp: the entry
- * @pgd: its new value, as written to the kernel's copy of the table
  *
  * Called by native_set_pgd() and, with the P4D level folded,
- * native_set_p4d(), right after the write. If the entry is in the user
- * half of an mm's PGD that domains share, copy it into them, so that no
- * domain keeps pointing at lower-level tables the mm has freed: the mm
- * clears its entry before it frees the table below it, and the TLB flush
- * that precedes the free reaches every CPU running the mm, each of which
- * leaves its domain on the flush interrupt.
+ * native_set_p4d(), right after the write, through asi_sync_user_pgd()
+ * (taken only while some domain shares an mm). If the entry is in the
+ * user half of an mm's PGD that domains share, copy it into them, so
+ * that no domain keeps pointing at lower-level tables the mm has freed:
+ * the mm clears its entry before it frees the table below it, and the
+ * TLB flush that precedes the free reaches every CPU running the mm, each
+ * of which leaves its domain on the flush interrupt.
  */
-void asi_sync_user_pgd(pgd_t *pgdp, pgd_t pgd)
+void __asi_sync_user_pgd(pgd_t *pgdp)
 {
 	pgd_t *table = (pgd_t *)((unsigned long)pgdp & PAGE_MASK);
 	unsigned long flags;
 	struct asi *asi;
+	pgd_t pgd;
 
-	if (!static_branch_unlikely(&asi_user_key) || !pgdp_maps_userspace(pgdp))
+	if (!pgdp_maps_userspace(pgdp))
 		return;
 	raw_spin_lock_irqsave(&asi_user_lock, flags);
+	/*
+	 * The entry as it is now, read under the lock: two writers of it
+	 * may reach the lock in the other order than they wrote.
+	 */
+	pgd = READ_ONCE(*pgdp);
 	list_for_each_entry(asi, &asi_user_domains, user_list) {
 		if (asi->user_mm->pgd == table)
 			WRITE_ONCE(asi->pgd[pgdp - table], pgd);
@@ -939,6 +949,84 @@ void asi_walk_ranges(struct asi *asi, asi_range_fn_t fn, void *data)
 }
 EXPORT_SYMBOL_GPL(asi_walk_ranges);
 
+static void asi_mapping_show(void *data, unsigned long start, unsigned long end,
+			     const char *owner, enum asi_owner_class class)
+{
+	seq_printf(data, "0x%016lx-0x%016lx %8lu %-9s %s\n", start, end,
+		   (end - start) >> PAGE_SHIFT, asi_owner_class_name(class), owner);
+}
+
+/**
+ * asi_mappings_show() - print what a domain maps and why
+ * @m: the seq_file
+ * @asi: the domain
+ *
+ * One line per range, in address order: start-end, pages, owner class
+ * ("always", "allowlist", "domain") and owner. A domain that shares an
+ * mm's user half (asi_share_user()) has a last line of class "user".
+ */
+void asi_mappings_show(struct seq_file *m, struct asi *asi)
+{
+	seq_puts(m, "# start-end pages class owner\n");
+	asi_walk_ranges(asi, asi_mapping_show, m);
+	if (READ_ONCE(asi->user_mm))
+		seq_printf(m, "0x%016lx-0x%016lx %8s %-9s %s\n", 0UL,
+			   (unsigned long)PGD_KERNEL_START << PGDIR_SHIFT, "-", "user",
+			   "the owner's user address space (asi_share_user())");
+}
+EXPORT_SYMBOL_GPL(asi_mappings_show);
+
+/**
+ * asi_pagetable_show() - dump a domain's restricted table, as ptdump does
+ * @m: the seq_file
+ * @asi: the domain
+ *
+ * The kernel half, in the format of /sys/kernel/debug/page_tables/kernel
+ * (the same walker). The user half, when the domain shares an mm's, is the
+ * mm's own and left out: its lower levels change under the mm's locks.
+ *
+ * Return: 0, -ENOMEM, or -ENODEV without CONFIG_PTDUMP.
+ */
+int asi_pagetable_show(struct seq_file *m, struct asi *asi)
+{
+	pgd_t *pgd;
+
+	if (!IS_ENABLED(CONFIG_PTDUMP))
+		return -ENODEV;
+	pgd = (pgd_t *)get_zeroed_page(GFP_KERNEL);
+	if (!pgd)
+		return -ENOMEM;
+	mutex_lock(&asi->lock);
+	memcpy(pgd + PGD_KERNEL_START, asi->pgd + PGD_KERNEL_START,
+	       (PTRS_PER_PGD - PGD_KERNEL_START) * sizeof(*pgd));
+	if (asi->user_mm)
+		seq_puts(m, "# user half: the owner's user address space, not dumped\n");
+	ptdump_walk_pgd_level_core(m, &init_mm, pgd, false, false);
+	mutex_unlock(&asi->lock);
+	free_page((unsigned long)pgd);
+	return 0;
+}
+EXPORT_SYMBOL_GPL(asi_pagetable_show);
+
+/*
+ * The switch and the fault hook are noinstr, and may run where RCU does not
+ * watch (a VM-entry on a nohz_full CPU, the NMI entry before nmi_enter()):
+ * an event is emitted only where RCU watches, else counted in
+ * asi_cpu.trace_missed. Each costs a not-taken static branch while its
+ * tracepoint is off.
+ */
+#define asi_trace(event, ...)						\
+	do {								\
+		if (trace_##event##_enabled()) {			\
+			instrumentation_begin();			\
+			if (rcu_is_watching())				\
+				trace_##event(__VA_ARGS__);		\
+			else						\
+				this_cpu_inc(asi_cpu.trace_missed);	\
+			instrumentation_end();				\
+		}							\
+	} while (0)
+
 /**
  * asi_enter() - switch this CPU to a domain's restricted table
  * @asi: the domain
@@ -973,6 +1061,7 @@ noinstr void asi_enter(struct asi *asi)
 		barrier();
 	}
 	this_cpu_inc(asi_cpu.enters);
+	asi_trace(asi_enter, asi->id);
 	native_write_cr3(this_cpu_read(asi_cpu.curr_cr3));
 }
 EXPORT_SYMBOL_GPL(asi_enter);
@@ -986,13 +1075,25 @@ EXPORT_SYMBOL_GPL(asi_enter);
  */
 noinstr void __asi_exit(enum asi_exit_reason reason)
 {
+	unsigned long fallbacks;
+
 	if (!this_cpu_read(asi_cpu.curr))
 		return;
+	/*
+	 * An NMI between the CR3 test and the write may fall back, and so
+	 * count this very switch as a fallback: then it is not counted
+	 * again here. Past the write, an NMI finds the full table.
+	 */
+	fallbacks = this_cpu_read(asi_cpu.fallbacks);
+	barrier();
 	if (__native_read_cr3() == this_cpu_read(asi_cpu.curr_cr3)) {
 		native_write_cr3(this_cpu_read(asi_cpu.full_cr3));
 		this_cpu_write(asi_cpu.need_flush, true);
-		if (reason < ASI_EXIT_NR)
+		if (reason < ASI_EXIT_NR &&
+		    this_cpu_read(asi_cpu.fallbacks) == fallbacks) {
 			this_cpu_inc(asi_cpu.exits[reason]);
+			asi_trace(asi_exit, this_cpu_read(asi_cpu.curr_id), reason);
+		}
 	}
 	/* Forget the domain only once CR3 is off its table. */
 	barrier();
@@ -1086,6 +1187,8 @@ noinstr bool __asi_handle_fault(struct pt_regs *regs, unsigned long error_code,
 	this_cpu_write(asi_cpu.last_fault.ip, regs->ip);
 	this_cpu_write(asi_cpu.last_fault.error_code, error_code);
 	this_cpu_write(asi_cpu.last_fault.domain, this_cpu_read(asi_cpu.curr_id));
+	asi_trace(asi_fault, this_cpu_read(asi_cpu.curr_id), address, regs->ip,
+		  error_code, preempt_count() & (NMI_MASK | HARDIRQ_MASK));
 	return true;
 }
 
@@ -1349,11 +1452,12 @@ static int asi_cpus_show(struct seq_file *m, void *v)
 {
 	unsigned int cpu;
 
-	seq_puts(m, "cpu\tdomain\tenters\texit_owner\texit_sched\texit_user\tfallbacks\tlast_fault_ip\tlast_fault_address\trelaxed_retries\tfallbacks_irq\texit_interrupt\n");
+	seq_puts(m, "cpu\tdomain\tenters\texit_owner\texit_sched\texit_user\tfallbacks\tlast_fault_ip\tlast_fault_address\trelaxed_retries\tfallbacks_irq\texit_interrupt\ttrace_missed\n");
 	for_each_online_cpu(cpu) {
 		struct asi_cpu_state *st = per_cpu_ptr(&asi_cpu, cpu);
 
-		seq_printf(m, "%u\t%u\t%lu\t%lu\t%lu\t%lu\t%lu\t%pS\t%#lx\t%lu\t%lu\t%lu\n", cpu,
+		seq_printf(m, "%u\t%u\t%lu\t%lu\t%lu\t%lu\t%lu\t%pS\t%#lx\t%lu\t%lu\t%lu\t%lu\n",
+			   cpu,
 			   READ_ONCE(st->curr) ? READ_ONCE(st->curr_id) : 0,
 			   READ_ONCE(st->enters), READ_ONCE(st->exits[ASI_EXIT_OWNER]),
 			   READ_ONCE(st->exits[ASI_EXIT_SCHED]),
@@ -1361,7 +1465,8 @@ static int asi_cpus_show(struct seq_file *m, void *v)
 			   (void *)READ_ONCE(st->last_fault.ip),
 			   READ_ONCE(st->last_fault.address),
 			   READ_ONCE(st->relaxed_retries), READ_ONCE(st->fallbacks_irq),
-			   READ_ONCE(st->exits[ASI_EXIT_INTERRUPT]));
+			   READ_ONCE(st->exits[ASI_EXIT_INTERRUPT]),
+			   READ_ONCE(st->trace_missed));
 	}
 	return 0;
 }

@@ -97,9 +97,16 @@ static int kvm_asi_map_buses(struct kvm *kvm, struct asi *asi)
 		bus = rcu_dereference_protected(kvm->buses[i], 1);
 		err = asi_map(asi, bus, struct_size(bus, range, bus->dev_count), "I/O bus");
 		if (err)
-			return err;
+			goto err_unmap;
 	}
 	return 0;
+
+err_unmap:
+	while (i--) {
+		bus = rcu_dereference_protected(kvm->buses[i], 1);
+		asi_unmap(asi, bus, struct_size(bus, range, bus->dev_count));
+	}
+	return err;
 }
 
 /**
@@ -139,13 +146,14 @@ int kvm_asi_init_vm(struct kvm *kvm)
 	err = kvm_asi_map_srcu(asi, &kvm->irq_srcu, "kvm->irq_srcu");
 	if (err)
 		goto err_unmap_srcu;
-	/* Dropped with the domain on error: nothing is freed before it. */
 	err = kvm_asi_map_buses(kvm, asi);
 	if (err)
-		goto err_unmap_srcu;
+		goto err_unmap_irq_srcu;
 	kvm->arch.asi = asi;
 	return 0;
 
+err_unmap_irq_srcu:
+	kvm_asi_unmap_srcu(asi, &kvm->irq_srcu, nr_cpu_ids);
 err_unmap_srcu:
 	kvm_asi_unmap_srcu(asi, &kvm->srcu, nr_cpu_ids);
 err_unmap_kvm:
@@ -570,21 +578,52 @@ static int kvm_asi_faults_show(struct seq_file *m, void *v)
 	return 0;
 }
 
-static int kvm_asi_faults_open(struct inode *inode, struct file *file)
+static int kvm_asi_mappings_show(struct seq_file *m, void *v)
+{
+	struct kvm *kvm = m->private;
+
+	asi_mappings_show(m, kvm->arch.asi);
+	return 0;
+}
+
+static int kvm_asi_pagetable_show(struct seq_file *m, void *v)
+{
+	struct kvm *kvm = m->private;
+
+	return asi_pagetable_show(m, kvm->arch.asi);
+}
+
+/* The VM may be on its way out: pin it while one of its files is open. */
+static int kvm_asi_single_open(struct inode *inode, struct file *file,
+			       int (*show)(struct seq_file *, void *))
 {
 	struct kvm *kvm = inode->i_private;
 	int err;
 
-	/* The VM may be on its way out: pin it while the file is open. */
 	if (!kvm_get_kvm_safe(kvm))
 		return -ENOENT;
-	err = single_open(file, kvm_asi_faults_show, kvm);
+	err = single_open(file, show, kvm);
 	if (err)
 		kvm_put_kvm(kvm);
 	return err;
 }
 
-static int kvm_asi_faults_release(struct inode *inode, struct file *file)
+static int kvm_asi_faults_open(struct inode *inode, struct file *file)
+{
+	return kvm_asi_single_open(inode, file, kvm_asi_faults_show);
+}
+
+static int kvm_asi_mappings_open(struct inode *inode, struct file *file)
+{
+	return kvm_asi_single_open(inode, file, kvm_asi_mappings_show);
+}
+
+static int kvm_asi_pagetable_open(struct inode *inode, struct file *file)
+{
+	return kvm_asi_single_open(inode, file, kvm_asi_pagetable_show);
+}
+
+static int kvm_asi_release(struct inode *inode, struct file *file)
 {
 	kvm_put_kvm(inode->i_private);
 	return single_release(inode, file);
@@ -605,15 +644,113 @@ static const struct file_operations kvm_asi_faults_fops = {
 	.read		= seq_read,
 	.write		= kvm_asi_faults_write,
 	.llseek		= seq_lseek,
-	.release	= kvm_asi_faults_release,
+	.release	= kvm_asi_release,
 };
+
+static const struct file_operations kvm_asi_mappings_fops = {
+	.owner		= THIS_MODULE,
+	.open		= kvm_asi_mappings_open,
+	.read		= seq_read,
+	.llseek		= seq_lseek,
+	.release	= kvm_asi_release,
+};
+
+static const struct file_operations kvm_asi_pagetable_fops = {
+	.owner		= THIS_MODULE,
+	.open		= kvm_asi_pagetable_open,
+	.read		= seq_read,
+	.llseek		= seq_lseek,
+	.release	= kvm_asi_release,
+};
+
+#ifdef CONFIG_MITIGATION_ADDRESS_SPACE_ISOLATION_KUNIT_TEST
+/*
+ * Test hook for the isolation audit (asi-pt audit), built with the KUnit
+ * tests only: writing another VM's debugfs name (PID-FD) to asi/plant maps
+ * the first page of that VM's struct kvm into this VM's domain, a planted
+ * violation of invariant 1, for as long as the file stays open. Both VMs
+ * are pinned meanwhile; closing the file unmaps the page.
+ */
+static DEFINE_MUTEX(kvm_asi_plant_lock);
+
+static int kvm_asi_plant_open(struct inode *inode, struct file *file)
+{
+	if (!kvm_get_kvm_safe(inode->i_private))
+		return -ENOENT;
+	file->private_data = NULL;
+	return 0;
+}
+
+static ssize_t kvm_asi_plant_write(struct file *file, const char __user *ubuf,
+				   size_t count, loff_t *ppos)
+{
+	struct kvm *kvm = file_inode(file)->i_private, *victim = NULL, *k;
+	char buf[32];
+	int err;
+
+	if (!count || count >= sizeof(buf))
+		return -EINVAL;
+	if (copy_from_user(buf, ubuf, count))
+		return -EFAULT;
+	buf[count] = 0;
+	strim(buf);
+
+	mutex_lock(&kvm_asi_plant_lock);
+	err = -EBUSY;
+	if (file->private_data)
+		goto out;
+	mutex_lock(&kvm_lock);
+	list_for_each_entry(k, &vm_list, vm_list) {
+		if (k != kvm && k->arch.asi && !IS_ERR_OR_NULL(k->debugfs_dentry) &&
+		    !strcmp(k->debugfs_dentry->d_name.name, buf) && kvm_get_kvm_safe(k)) {
+			victim = k;
+			break;
+		}
+	}
+	mutex_unlock(&kvm_lock);
+	err = -ENOENT;
+	if (!victim)
+		goto out;
+	err = asi_map(kvm->arch.asi, victim, PAGE_SIZE, "planted (test hook)");
+	if (err)
+		goto out;
+	file->private_data = victim;
+	victim = NULL;
+out:
+	mutex_unlock(&kvm_asi_plant_lock);
+	if (victim)
+		kvm_put_kvm(victim);
+	return err ?: count;
+}
+
+static int kvm_asi_plant_release(struct inode *inode, struct file *file)
+{
+	struct kvm *kvm = inode->i_private, *victim = file->private_data;
+
+	if (victim) {
+		asi_unmap(kvm->arch.asi, victim, PAGE_SIZE);
+		kvm_put_kvm(victim);
+	}
+	kvm_put_kvm(kvm);
+	return 0;
+}
+
+static const struct file_operations kvm_asi_plant_fops = {
+	.owner		= THIS_MODULE,
+	.open		= kvm_asi_plant_open,
+	.write		= kvm_asi_plant_write,
+	.release	= kvm_asi_plant_release,
+};
+#endif
 
 /**
  * kvm_asi_create_vm_debugfs() - the VM's asi/ debugfs folder
  * @kvm: the VM, its debugfs folder created
  *
  * asi/faults: the VM's fallback faults by site (see asi_fault_log_show());
- * writing 0 resets them.
+ * writing 0 resets them. asi/mappings: what the VM's domain maps and why
+ * (asi_mappings_show()). asi/pagetable: its restricted table in ptdump's
+ * format (asi_pagetable_show()). asi/plant: a test hook (see above).
  */
 void kvm_asi_create_vm_debugfs(struct kvm *kvm)
 {
@@ -623,4 +760,9 @@ void kvm_asi_create_vm_debugfs(struct kvm *kvm)
 		return;
 	dir = debugfs_create_dir("asi", kvm->debugfs_dentry);
 	debugfs_create_file("faults", 0600, dir, kvm, &kvm_asi_faults_fops);
+	debugfs_create_file("mappings", 0400, dir, kvm, &kvm_asi_mappings_fops);
+	debugfs_create_file("pagetable", 0400, dir, kvm, &kvm_asi_pagetable_fops);
+#ifdef CONFIG_MITIGATION_ADDRESS_SPACE_ISOLATION_KUNIT_TEST
+	debugfs_create_file("plant", 0200, dir, kvm, &kvm_asi_plant_fops);
+#endif
 }

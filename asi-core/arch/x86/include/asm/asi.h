@@ -268,6 +268,7 @@ struct asi_fault_record {
  * @retry_ip: ip of the last such retry
  * @retry_address: address of the last such retry
  * @last_fault: the last fallback fault
+ * @trace_missed: tracepoint events not emitted, RCU not watching
  */
 struct asi_cpu_state {
 	struct asi *curr;
@@ -283,6 +284,7 @@ struct asi_cpu_state {
 	unsigned long retry_ip;
 	unsigned long retry_address;
 	struct asi_fault_record last_fault;
+	unsigned long trace_missed;
 };
 
 DECLARE_PER_CPU_ASI(struct asi_cpu_state, asi_cpu);
@@ -332,6 +334,8 @@ void asi_walk_ranges(struct asi *asi, asi_range_fn_t fn, void *data);
 const char *asi_owner_class_name(enum asi_owner_class class);
 struct seq_file;
 void asi_fault_log_show(struct seq_file *m, struct asi *asi);
+void asi_mappings_show(struct seq_file *m, struct asi *asi);
+int asi_pagetable_show(struct seq_file *m, struct asi *asi);
 ssize_t asi_fault_log_write(struct asi *asi, const char __user *buf, size_t count);
 
 #endif /* _ASM_X86_ASI_H */

@@ -6,28 +6,21 @@
 # faults must be counted, and the VM's domain must be gone once the VM is.
 # Skips with ASI off. Exit: 0 pass, 1 fail, 4 skip.
 
-cpus=/sys/kernel/debug/asi/cpus
-domains=/sys/kernel/debug/asi/domains
+. "$(dirname "$0")/asi_lib.sh"
+
+domains=$ASI_DEBUGFS/domains
 guest=${1:-/tests/kvm/x86_64/userspace_io_test}
 
-grep -q '^enabled: on' /sys/kernel/debug/asi/state 2>/dev/null || {
-	echo "SKIP: ASI is off"
-	exit 4
-}
-for f in "$cpus" "$domains"; do
-	[ -r "$f" ] || { echo "FAIL: $f missing"; exit 1; }
-done
+asi_require_on
+asi_require_files "$ASI_CPUS" "$domains"
 
-# Column sums of asi/cpus: enters (3) and fallbacks (7).
-sum() { awk -v c="$1" 'NR > 1 { s += $c } END { print s + 0 }' "$cpus"; }
-
-e0=$(sum 3) f0=$(sum 7)
+e0=$(asi_sum 3) f0=$(asi_sum 7)
 "$guest" >/tmp/asi_kvm_smoke.out 2>&1 || {
 	echo "FAIL: $guest failed:"; cat /tmp/asi_kvm_smoke.out; exit 1
 }
-e1=$(sum 3) f1=$(sum 7)
+e1=$(asi_sum 3) f1=$(asi_sum 7)
 echo "$guest: $((e1 - e0)) switches into a restricted table, $((f1 - f0)) fallback faults"
-cat "$cpus"
+cat "$ASI_CPUS"
 
 fail=0
 if [ "$e1" -le "$e0" ]; then

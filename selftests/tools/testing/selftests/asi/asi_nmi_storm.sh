@@ -11,35 +11,26 @@
 #
 # Usage: asi_nmi_storm.sh [ROUNDS [GUEST]]
 
+. "$(dirname "$0")/asi_lib.sh"
+
 rounds=${1:-300}
 guest=${2:-/tests/kvm/x86_64/asi_exits_test}
-cpus=/sys/kernel/debug/asi/cpus
 stop=/tmp/asi_nmi_storm.stop
 failed=/tmp/asi_nmi_storm.failed
 
-grep -q '^enabled: on' /sys/kernel/debug/asi/state 2>/dev/null || {
-	echo "SKIP: ASI is off"
-	exit 4
-}
+asi_require_on
+asi_require_files "$ASI_CPUS"
 [ -w /proc/sysrq-trigger ] || { echo "FAIL: no /proc/sysrq-trigger"; exit 1; }
-[ -r "$cpus" ] || { echo "FAIL: $cpus missing"; exit 1; }
 [ -x "$guest" ] || { echo "FAIL: $guest missing"; exit 1; }
-ncpus=$(awk 'NR > 1' "$cpus" | wc -l)
+ncpus=$(awk 'NR > 1' "$ASI_CPUS" | wc -l)
 [ "$ncpus" -ge 2 ] || { echo "SKIP: needs two CPUs, has $ncpus"; exit 4; }
 
-# Column sums of asi/cpus: enters (3), fallbacks in IRQ/NMI context (11).
-sum() { awk -v c="$1" 'NR > 1 { s += $c } END { print s + 0 }' "$cpus"; }
-
-# Pin the guests and the storm to different CPUs where taskset exists, so
+# The guests and the storm on different CPUs (where taskset exists), so
 # that the NMIs find the vCPU on its table rather than waiting for it.
-on_cpu() {
-	c=$1; shift
-	if command -v taskset >/dev/null; then taskset -c "$c" "$@"; else "$@"; fi
-}
 
 rm -f "$stop" "$failed"
-warn0=$(dmesg | grep -c -E 'WARNING:|BUG:|Oops')
-e0=$(sum 3) n0=$(sum 11)
+warn0=$(asi_warn_count)
+e0=$(asi_sum 3) n0=$(asi_sum 11)
 level=$(awk '{ print $1 }' /proc/sys/kernel/printk)
 # The backtraces go to the log buffer only: a serial console under TCG
 # would take minutes to print them.
@@ -49,7 +40,7 @@ echo 1 >/proc/sys/kernel/printk
 	runs=0
 	while [ ! -e "$stop" ] || [ $runs -eq 0 ]; do
 		# The NMIs' fallbacks are the point here, not a failure.
-		ASI_EXITS_ALLOW_FALLBACKS=1 on_cpu 1 "$guest" >/tmp/asi_nmi_storm.out 2>&1 || {
+		ASI_EXITS_ALLOW_FALLBACKS=1 asi_on_cpu 1 "$guest" >/tmp/asi_nmi_storm.out 2>&1 || {
 			cp /tmp/asi_nmi_storm.out "$failed"
 			break
 		}
@@ -61,15 +52,15 @@ loop=$!
 
 i=0
 while [ $i -lt "$rounds" ]; do
-	on_cpu 0 sh -c 'echo l >/proc/sysrq-trigger'
+	asi_on_cpu 0 sh -c 'echo l >/proc/sysrq-trigger'
 	i=$((i + 1))
 done
 touch "$stop"
 wait $loop
 echo "$level" >/proc/sys/kernel/printk
 
-e1=$(sum 3) n1=$(sum 11)
-warn1=$(dmesg | grep -c -E 'WARNING:|BUG:|Oops')
+e1=$(asi_sum 3) n1=$(asi_sum 11)
+warn1=$(asi_warn_count)
 echo "$rounds NMI rounds, $(cat /tmp/asi_nmi_storm.runs) guest runs of $guest:" \
 	"$((e1 - e0)) switches into a restricted table," \
 	"$((n1 - n0)) fallback faults in interrupt or NMI context"

@@ -11,20 +11,13 @@
 #
 # Usage: asi_switch_bench.sh [ITERATIONS]
 
+. "$(dirname "$0")/asi_lib.sh"
+
 n=${1:-20000}
-bench=/sys/kernel/debug/asi/bench
-cpus=/sys/kernel/debug/asi/cpus
+bench=$ASI_DEBUGFS/bench
 
-grep -q '^enabled: on' /sys/kernel/debug/asi/state 2>/dev/null || {
-	echo "SKIP: ASI is off"
-	exit 4
-}
-for f in "$bench" "$cpus"; do
-	[ -r "$f" ] || { echo "FAIL: $f missing"; exit 1; }
-done
-
-# Column sums of asi/cpus: enters (3), owner exits (4).
-sum() { awk -v c="$1" 'NR > 1 { s += $c } END { print s + 0 }' "$cpus"; }
+asi_require_on
+asi_require_files "$bench" "$ASI_CPUS"
 
 fail=0
 for bad in 0 100001 x; do
@@ -34,9 +27,9 @@ for bad in 0 100001 x; do
 	fi
 done
 
-e0=$(sum 3) x0=$(sum 4)
+e0=$(asi_sum 3) x0=$(asi_sum 4)
 echo "$n" >"$bench" || { echo "FAIL: writing $n to asi/bench failed"; exit 1; }
-e1=$(sum 3) x1=$(sum 4)
+e1=$(asi_sum 3) x1=$(asi_sum 4)
 cat "$bench"
 
 if [ $((e1 - e0)) -lt "$n" ] || [ $((x1 - x0)) -lt "$n" ]; then

@@ -1,0 +1,779 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * asi-pt: inspect, compare and audit the restricted page tables of KVM's
+ * Address Space Isolation, from what the kernel shows in debugfs:
+ *
+ *   <debugfs>/asi/state                      on or off
+ *   <debugfs>/kvm/<pid>-<fd>/asi/mappings    each mapped range and its owner
+ *   <debugfs>/kvm/<pid>-<fd>/asi/pagetable   the table, in ptdump's format
+ *   <debugfs>/page_tables/kernel             the full kernel table (ptdump)
+ *
+ * Subcommands: summary, diff, audit, suggest (see usage()). --debugfs DIR
+ * reads a recorded copy of that tree instead of /sys/kernel/debug.
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#define DEBUGFS_MAGIC	0x64626720
+#define PAGE_SIZE	4096ULL
+#define KERNEL_HALF	0xffff800000000000ULL
+#define MAX_VMS		256
+
+enum owner_class { C_ALWAYS, C_ALLOWLIST, C_DOMAIN, C_USER, C_NONE, NR_CLASSES };
+
+static const char * const class_names[NR_CLASSES] = {
+	"always", "allowlist", "domain", "user", "(none)",
+};
+
+struct range {
+	uint64_t start, end;
+	enum owner_class class;
+	const char *owner;
+	const char *vm;		/* for audit: whose mapping this is */
+};
+
+struct ranges {
+	struct range *r;
+	size_t n, cap;
+};
+
+struct vm {
+	char name[64];
+	struct ranges mappings;	/* as recorded, with owners */
+	struct ranges present;	/* what the table maps (kernel half), merged */
+};
+
+static const char *debugfs = "/sys/kernel/debug";
+static bool recorded;	/* --debugfs given: no root or mount checks */
+static const char *prog = "asi-pt";
+
+static void __attribute__((noreturn, format(printf, 1, 2))) die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(2);
+}
+
+static void *xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n);
+	if (!p)
+		die("out of memory");
+	return p;
+}
+
+static char *xstrdup(const char *s)
+{
+	char *d = strdup(s);
+
+	if (!d)
+		die("out of memory");
+	return d;
+}
+
+static void ranges_add(struct ranges *rs, uint64_t start, uint64_t end,
+		       enum owner_class class, const char *owner, const char *vm)
+{
+	if (rs->n == rs->cap) {
+		rs->cap = rs->cap ? 2 * rs->cap : 64;
+		rs->r = xrealloc(rs->r, rs->cap * sizeof(*rs->r));
+	}
+	rs->r[rs->n++] = (struct range){ start, end, class, owner, vm };
+}
+
+static int cmp_range(const void *a, const void *b)
+{
+	const struct range *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->end < y->end ? -1 : x->end > y->end;
+}
+
+static void ranges_sort(struct ranges *rs)
+{
+	qsort(rs->r, rs->n, sizeof(*rs->r), cmp_range);
+}
+
+/* Sort and merge overlapping or adjacent ranges (owners are dropped). */
+static void ranges_merge(struct ranges *rs)
+{
+	size_t i, j = 0;
+
+	ranges_sort(rs);
+	for (i = 0; i < rs->n; i++) {
+		if (j && rs->r[i].start <= rs->r[j - 1].end) {
+			if (rs->r[i].end > rs->r[j - 1].end)
+				rs->r[j - 1].end = rs->r[i].end;
+			continue;
+		}
+		rs->r[j++] = rs->r[i];
+	}
+	rs->n = j;
+}
+
+/* @a minus @b, both merged; the result is merged. */
+static struct ranges ranges_sub(const struct ranges *a, const struct ranges *b)
+{
+	struct ranges out = { 0 };
+	size_t i, j = 0;
+
+	for (i = 0; i < a->n; i++) {
+		uint64_t s = a->r[i].start, e = a->r[i].end;
+
+		while (j < b->n && b->r[j].end <= s)
+			j++;
+		for (size_t k = j; k < b->n && b->r[k].start < e; k++) {
+			if (b->r[k].start > s)
+				ranges_add(&out, s, b->r[k].start, C_NONE, NULL, NULL);
+			if (b->r[k].end > s)
+				s = b->r[k].end;
+			if (s >= e)
+				break;
+		}
+		if (s < e)
+			ranges_add(&out, s, e, C_NONE, NULL, NULL);
+	}
+	return out;
+}
+
+/* @a and @b, both merged. */
+static struct ranges ranges_and(const struct ranges *a, const struct ranges *b)
+{
+	struct ranges outside = ranges_sub(a, b), in = ranges_sub(a, &outside);
+
+	free(outside.r);
+	return in;
+}
+
+static uint64_t ranges_bytes(const struct ranges *rs)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < rs->n; i++)
+		sum += rs->r[i].end - rs->r[i].start;
+	return sum;
+}
+
+/* The recorded range of @rs (sorted, not merged) that holds @addr, if any. */
+static const struct range *ranges_find(const struct ranges *rs, uint64_t addr)
+{
+	for (size_t i = 0; i < rs->n; i++)
+		if (addr >= rs->r[i].start && addr < rs->r[i].end)
+			return &rs->r[i];
+	return NULL;
+}
+
+static char *path_of(const char *fmt, ...)
+{
+	char *p;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&p, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		die("out of memory");
+	return p;
+}
+
+static FILE *open_or_die(const char *path)
+{
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		die("cannot read %s: %s", path, strerror(errno));
+	return f;
+}
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = 0;
+	return s;
+}
+
+static enum owner_class parse_class(const char *s)
+{
+	for (int c = 0; c < C_NONE; c++)
+		if (!strcmp(s, class_names[c]))
+			return c;
+	return C_NONE;
+}
+
+/* asi/mappings: "0xSTART-0xEND PAGES CLASS OWNER..." and # comments. */
+static void read_mappings(const char *path, struct ranges *rs, const char *vm)
+{
+	char line[1024], class[32], pages[32];
+	unsigned long long s, e;
+	FILE *f = open_or_die(path);
+	int off;
+
+	while (fgets(line, sizeof(line), f)) {
+		if (line[0] == '#' || line[0] == '\n')
+			continue;
+		if (sscanf(line, "%llx-%llx %31s %31s %n", &s, &e, pages, class, &off) != 4 ||
+		    e <= s || parse_class(class) == C_NONE)
+			die("%s: cannot parse '%s'", path, trim(line));
+		ranges_add(rs, s, e, parse_class(class), xstrdup(trim(line + off)), vm);
+	}
+	fclose(f);
+	ranges_sort(rs);
+}
+
+/*
+ * ptdump: "0xSTART-0xEND SIZE [ATTRIBUTES] LEVEL"; a present entry has
+ * "RW" or "ro" among its attributes. Only the kernel half is kept.
+ */
+static void read_ptdump(const char *path, struct ranges *rs)
+{
+	char line[1024], *tok, *save;
+	unsigned long long s, e;
+	FILE *f = open_or_die(path);
+	bool present;
+
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "0x", 2))
+			continue;	/* markers, comments */
+		if (sscanf(line, "%llx-%llx", &s, &e) != 2)
+			die("%s: cannot parse '%s'", path, trim(line));
+		if (!e)
+			e = ~0ULL;	/* the last range ends with the address space */
+		if (e <= s)
+			die("%s: cannot parse '%s'", path, trim(line));
+		present = false;
+		strtok_r(line, " \t\n", &save);	/* the range */
+		while ((tok = strtok_r(NULL, " \t\n", &save)))
+			present |= !strcmp(tok, "RW") || !strcmp(tok, "ro");
+		if (present && s >= KERNEL_HALF)
+			ranges_add(rs, s, e, C_NONE, NULL, NULL);
+	}
+	fclose(f);
+	ranges_merge(rs);
+}
+
+static void check_environment(void)
+{
+	struct statfs sfs;
+	char *state = path_of("%s/asi/state", debugfs), line[128];
+	bool on = false;
+	FILE *f;
+
+	if (!recorded) {
+		if (geteuid() != 0)
+			die("must run as root: debugfs is readable by root only");
+		if (statfs(debugfs, &sfs) || sfs.f_type != DEBUGFS_MAGIC)
+			die("debugfs is not mounted at %s (mount -t debugfs none %s)",
+			    debugfs, debugfs);
+	}
+	f = fopen(state, "r");
+	if (!f)
+		die("%s missing: kernel built without CONFIG_MITIGATION_ADDRESS_SPACE_ISOLATION",
+		    state);
+	while (fgets(line, sizeof(line), f))
+		on |= !strcmp(line, "enabled: on\n");
+	fclose(f);
+	free(state);
+	if (!on)
+		die("ASI is off: boot with asi=on");
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char * const *)a, *(char * const *)b);
+}
+
+/* The live VMs with an asi/ folder, sorted by name. */
+static int list_vms(char **names, int max)
+{
+	char *dir = path_of("%s/kvm", debugfs);
+	struct dirent *de;
+	struct stat st;
+	int n = 0;
+	DIR *d;
+
+	d = opendir(dir);
+	if (!d)
+		die("cannot list %s: %s (is KVM loaded?)", dir, strerror(errno));
+	while ((de = readdir(d)) && n < max) {
+		char *p = path_of("%s/%s/asi/mappings", dir, de->d_name);
+
+		if (de->d_name[0] != '.' && !stat(p, &st))
+			names[n++] = xstrdup(de->d_name);
+		free(p);
+	}
+	closedir(d);
+	free(dir);
+	qsort(names, n, sizeof(*names), cmp_str);
+	return n;
+}
+
+static void load_vm(struct vm *vm, const char *name)
+{
+	char *m = path_of("%s/kvm/%s/asi/mappings", debugfs, name);
+	char *p = path_of("%s/kvm/%s/asi/pagetable", debugfs, name);
+	struct stat st;
+
+	snprintf(vm->name, sizeof(vm->name), "%s", name);
+	if (stat(m, &st)) {
+		char *all[MAX_VMS];
+		int n = list_vms(all, MAX_VMS);
+
+		fprintf(stderr, "%s: no VM '%s'; live VMs:", prog, name);
+		for (int i = 0; i < n; i++)
+			fprintf(stderr, " %s", all[i]);
+		fprintf(stderr, "%s\n", n ? "" : " none");
+		exit(2);
+	}
+	read_mappings(m, &vm->mappings, vm->name);
+	read_ptdump(p, &vm->present);
+	free(m);
+	free(p);
+}
+
+/* The VMs named on the command line, or every live one. */
+static int load_vms(struct vm *vms, int argc, char **argv)
+{
+	char *names[MAX_VMS];
+	int n, i;
+
+	if (argc > MAX_VMS)
+		die("at most %d VMs", MAX_VMS);
+	if (argc) {
+		for (i = 0; i < argc; i++)
+			load_vm(&vms[i], argv[i]);
+		return argc;
+	}
+	n = list_vms(names, MAX_VMS);
+	for (i = 0; i < n; i++)
+		load_vm(&vms[i], names[i]);
+	return n;
+}
+
+static void print_size(uint64_t bytes)
+{
+	if (bytes >= (1ULL << 30))
+		printf("%8.1f GiB", bytes / (double)(1ULL << 30));
+	else if (bytes >= (1ULL << 20))
+		printf("%8.1f MiB", bytes / (double)(1ULL << 20));
+	else
+		printf("%8.1f KiB", bytes / 1024.0);
+}
+
+static int cmd_summary(int argc, char **argv)
+{
+	static struct vm vms[MAX_VMS];
+	struct ranges kernel = { 0 };
+	char *kpath;
+	int n, i;
+
+	check_environment();
+	n = load_vms(vms, argc, argv);
+	if (!n)
+		die("no live VM with an asi/ folder");
+	kpath = path_of("%s/page_tables/kernel", debugfs);
+	if (!access(kpath, R_OK))
+		read_ptdump(kpath, &kernel);
+	for (i = 0; i < n; i++) {
+		struct ranges class_ranges[NR_CLASSES] = { 0 };
+		uint64_t bytes[NR_CLASSES] = { 0 };
+		size_t ranges[NR_CLASSES] = { 0 };
+		struct vm *vm = &vms[i];
+		uint64_t mapped = ranges_bytes(&vm->present);
+
+		/* What the table maps of each class's recorded ranges. */
+		for (size_t k = 0; k < vm->mappings.n; k++) {
+			const struct range *r = &vm->mappings.r[k];
+
+			ranges[r->class]++;
+			ranges_add(&class_ranges[r->class], r->start, r->end, C_NONE, NULL, NULL);
+		}
+		for (int c = 0; c < C_USER; c++) {
+			struct ranges in;
+
+			ranges_merge(&class_ranges[c]);
+			in = ranges_and(&class_ranges[c], &vm->present);
+			bytes[c] = ranges_bytes(&in);
+			free(in.r);
+			free(class_ranges[c].r);
+		}
+		printf("VM %s\n", vm->name);
+		for (int c = 0; c < C_USER; c++) {
+			printf("  %-10s %5zu ranges %9llu pages mapped ", class_names[c], ranges[c],
+			       (unsigned long long)(bytes[c] / PAGE_SIZE));
+			print_size(bytes[c]);
+			putchar('\n');
+		}
+		if (ranges[C_USER])
+			printf("  %-10s shares the VMM's user address space\n", "user");
+		printf("  %-10s %16llu pages mapped ", "table",
+		       (unsigned long long)(mapped / PAGE_SIZE));
+		print_size(mapped);
+		printf(" present in the kernel half");
+		if (kernel.n)
+			printf(", %.3f%% of the full kernel map's %llu pages",
+			       100.0 * mapped / ranges_bytes(&kernel),
+			       (unsigned long long)(ranges_bytes(&kernel) / PAGE_SIZE));
+		putchar('\n');
+	}
+	free(kpath);
+	return 0;
+}
+
+/* Where @addr belongs, by @rs's records, for diff's listing. */
+static const char *owner_of(const struct ranges *rs, uint64_t addr, char *buf, size_t len)
+{
+	const struct range *r = rs ? ranges_find(rs, addr) : NULL;
+
+	if (!r)
+		return "-";
+	snprintf(buf, len, "%s: %s", class_names[r->class], r->owner);
+	return buf;
+}
+
+static void print_only(const char *what, const struct ranges *d, const struct ranges *owners)
+{
+	char buf[256];
+
+	printf("only in %s: %zu ranges, %llu pages\n", what, d->n,
+	       (unsigned long long)(ranges_bytes(d) / PAGE_SIZE));
+	for (size_t i = 0; i < d->n; i++)
+		printf("  0x%016llx-0x%016llx %8llu  %s\n",
+		       (unsigned long long)d->r[i].start, (unsigned long long)d->r[i].end,
+		       (unsigned long long)((d->r[i].end - d->r[i].start) / PAGE_SIZE),
+		       owner_of(owners, d->r[i].start, buf, sizeof(buf)));
+}
+
+/* A VM by name, or "kernel": the full kernel table. */
+static void load_side(const char *name, struct vm *vm, bool *is_vm)
+{
+	*is_vm = strcmp(name, "kernel");
+	if (*is_vm) {
+		load_vm(vm, name);
+		return;
+	}
+	snprintf(vm->name, sizeof(vm->name), "the full kernel map");
+	read_ptdump(path_of("%s/page_tables/kernel", debugfs), &vm->present);
+}
+
+static int cmd_diff(int argc, char **argv)
+{
+	static struct vm a, b;
+	struct ranges ab, ba;
+	bool a_vm, b_vm;
+
+	if (argc != 2)
+		die("diff needs two VMs, or a VM and 'kernel'");
+	check_environment();
+	load_side(argv[0], &a, &a_vm);
+	load_side(argv[1], &b, &b_vm);
+	ab = ranges_sub(&a.present, &b.present);
+	ba = ranges_sub(&b.present, &a.present);
+	print_only(a.name, &ab, a_vm ? &a.mappings : NULL);
+	print_only(b.name, &ba, b_vm ? &b.mappings : NULL);
+	return ab.n || ba.n;
+}
+
+/*
+ * Invariant 1, for every VM: (a) everything its table maps is recorded,
+ * as always-mapped, allowlisted or the VM's own; (b) nothing recorded as a
+ * VM's own is mapped by another VM's table.
+ */
+static int cmd_audit(int argc, char **argv)
+{
+	static struct vm vms[MAX_VMS];
+	struct ranges owned = { 0 };
+	unsigned long violations = 0, pages = 0;
+	int n, i;
+
+	check_environment();
+	n = load_vms(vms, argc, argv);
+	if (!n)
+		die("no live VM with an asi/ folder");
+
+	/* Every VM's own ranges, each with its VM, sorted. */
+	for (i = 0; i < n; i++)
+		for (size_t k = 0; k < vms[i].mappings.n; k++)
+			if (vms[i].mappings.r[k].class == C_DOMAIN)
+				ranges_add(&owned, vms[i].mappings.r[k].start,
+					   vms[i].mappings.r[k].end, C_DOMAIN,
+					   vms[i].mappings.r[k].owner, vms[i].name);
+	ranges_sort(&owned);
+
+	for (i = 0; i < n; i++) {
+		struct vm *vm = &vms[i];
+		struct ranges recorded = { 0 }, unrecorded;
+
+		for (size_t k = 0; k < vm->mappings.n; k++)
+			if (vm->mappings.r[k].class != C_USER)
+				ranges_add(&recorded, vm->mappings.r[k].start,
+					   vm->mappings.r[k].end, C_NONE, NULL, NULL);
+		ranges_merge(&recorded);
+		unrecorded = ranges_sub(&vm->present, &recorded);
+		for (size_t k = 0; k < unrecorded.n; k++) {
+			printf("VIOLATION: VM %s maps 0x%016llx-0x%016llx, which no owner recorded\n",
+			       vm->name, (unsigned long long)unrecorded.r[k].start,
+			       (unsigned long long)unrecorded.r[k].end);
+			violations++;
+		}
+		pages += ranges_bytes(&vm->present) / PAGE_SIZE;
+
+		/* Another VM's own ranges that this VM's table maps. */
+		for (size_t k = 0; k < owned.n; k++) {
+			const struct range *o = &owned.r[k], *mine;
+			struct ranges one = { 0 }, in;
+
+			if (!strcmp(o->vm, vm->name))
+				continue;
+			ranges_add(&one, o->start, o->end, C_NONE, NULL, NULL);
+			in = ranges_and(&one, &vm->present);
+			for (size_t m = 0; m < in.n; m++) {
+				mine = ranges_find(&vm->mappings, in.r[m].start);
+				if (mine && mine->class == C_DOMAIN) {
+					/* Both claim it: say so once, from the first by name. */
+					if (strcmp(vm->name, o->vm) > 0)
+						continue;
+					printf("VIOLATION: 0x%016llx-0x%016llx is VM %s's own (%s) and VM %s's own (%s): mapped by both\n",
+					       (unsigned long long)in.r[m].start,
+					       (unsigned long long)in.r[m].end, vm->name, mine->owner,
+					       o->vm, o->owner);
+				} else {
+					printf("VIOLATION: VM %s maps 0x%016llx-0x%016llx (%s), which is VM %s's own (%s)\n",
+					       vm->name, (unsigned long long)in.r[m].start,
+					       (unsigned long long)in.r[m].end,
+					       mine ? mine->owner : "no owner recorded", o->vm, o->owner);
+				}
+				violations++;
+			}
+			free(one.r);
+			free(in.r);
+		}
+		free(recorded.r);
+		free(unrecorded.r);
+	}
+	printf("audit: %d VMs, %lu pages mapped, %lu violations: %s\n", n, pages, violations,
+	       violations ? "FAILED" : "passed");
+	return violations ? 1 : 0;
+}
+
+static const char *region_of(uint64_t a)
+{
+	if (a < KERNEL_HALF)
+		return "user";
+	if (a >= 0xffffffff80000000ULL && a < 0xffffffffa0000000ULL)
+		return "kernel image";
+	if (a >= 0xffffffffa0000000ULL && a < 0xffffffffff000000ULL)
+		return "module";
+	if (a >= 0xfffffe0000000000ULL && a < 0xfffffe8000000000ULL)
+		return "cpu_entry_area";
+	if (a >= 0xffffea0000000000ULL && a < 0xffffeb0000000000ULL)
+		return "struct page (vmemmap)";
+	if (a >= 0xffffc90000000000ULL && a < 0xffffe90000000000ULL)
+		return "vmalloc or per-CPU";
+	if (a >= 0xffff888000000000ULL && a < 0xffffc88000000000ULL)
+		return "direct map";
+	return "?";
+}
+
+struct site {
+	char what[256];
+	char ip[128];		/* its most frequent faulting ip */
+	unsigned long ip_count;
+	unsigned long count;
+	uint64_t *pages;	/* distinct pages faulted on */
+	size_t npages;
+};
+
+static void site_add_page(struct site *s, uint64_t addr)
+{
+	uint64_t page = addr & ~(PAGE_SIZE - 1);
+
+	for (size_t i = 0; i < s->npages; i++)
+		if (s->pages[i] == page)
+			return;
+	s->pages = xrealloc(s->pages, (s->npages + 1) * sizeof(*s->pages));
+	s->pages[s->npages++] = page;
+}
+
+/*
+ * One fault record: debugfs's "COUNT<tab>IP<tab>ADDRESS<tab>ERROR<tab>WHAT"
+ * or bpftrace's map line "@NAME[IP, ADDRESS]: COUNT" (ADDRESS decimal or
+ * hex). Returns false for any other line.
+ */
+static bool parse_fault(const char *line, unsigned long *count, char *ip, size_t iplen,
+			unsigned long long *addr, char *what, size_t whatlen)
+{
+	const char *p, *q;
+	char *end;
+
+	if (sscanf(line, "%lu\t%127[^\t]\t%llx\t%*x\t%255[^\n]", count, ip, addr, what) == 4)
+		return true;
+	if (line[0] != '@' || !(p = strchr(line, '[')) || !(q = strchr(p, ',')))
+		return false;
+	snprintf(ip, iplen, "%.*s", (int)(q - p - 1), p + 1);
+	*addr = strtoull(q + 1, &end, 0);
+	if (end == q + 1 || strncmp(end, "]: ", 3))
+		return false;
+	*count = strtoul(end + 3, &end, 10);
+	snprintf(what, whatlen, "%s", region_of(*addr));
+	return true;
+}
+
+static const char *advice(const char *what)
+{
+	if (!strncmp(what, "per-CPU", 7))
+		return "per-CPU variable: DEFINE_PER_CPU_ASI() if entry or KVM's run loop needs it (every domain maps it)";
+	if (!strncmp(what, "kernel", 6))
+		return "kernel image data: __asi_data if it holds nothing secret, else leave it";
+	if (!strncmp(what, "direct map: slab", 16))
+		return "slab object: if the VM owns it, allocate it page-owned (asi_owned_size()) and map it per VM";
+	if (!strncmp(what, "direct map: page table", 22))
+		return "page-table page: per VM if it is the VM's (MMU), else leave it";
+	if (!strncmp(what, "direct map", 10))
+		return "page: map it per VM if the VM owns it, else allowlist only if not secret";
+	if (!strncmp(what, "vmalloc", 7))
+		return "vmalloc area: map it per VM where it is allocated, if the VM owns it";
+	if (!strncmp(what, "module", 6))
+		return "module data: not in ASI's sections (build KVM in, or map it)";
+	if (!strncmp(what, "user", 4))
+		return "user memory: asi_share_user() the VMM's mm";
+	if (!strncmp(what, "struct page", 11))
+		return "struct pages are host-wide: leave it (falls back)";
+	return "look up the address";
+}
+
+static int cmp_site(const void *a, const void *b)
+{
+	const struct site *x = a, *y = b;
+
+	if (x->count != y->count)
+		return x->count < y->count ? 1 : -1;
+	return strcmp(x->what, y->what);
+}
+
+/*
+ * suggest: rank what to map from a fault log, grouped by what the address
+ * belongs to. Reads the debugfs format ("count ip address error_code what",
+ * tab-separated) or asi_faults.bt's ("@sites[ip, address]: count").
+ */
+static int cmd_suggest(int argc, char **argv)
+{
+	struct site *sites = NULL;
+	size_t n = 0, cap = 0, lines = 0;
+	char line[1024];
+	FILE *f;
+
+	if (argc != 1)
+		die("suggest needs a fault log file, or - for stdin");
+	f = strcmp(argv[0], "-") ? fopen(argv[0], "r") : stdin;
+	if (!f)
+		die("cannot read %s: %s", argv[0], strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		char ip[128] = "", what[256] = "";
+		unsigned long count;
+		unsigned long long addr;
+		struct site *s = NULL;
+		size_t i;
+
+		if (!parse_fault(line, &count, ip, sizeof(ip), &addr, what, sizeof(what)))
+			continue;
+		lines++;
+		for (i = 0; i < n; i++)
+			if (!strcmp(sites[i].what, what))
+				s = &sites[i];
+		if (!s) {
+			if (n == cap) {
+				cap = cap ? 2 * cap : 32;
+				sites = xrealloc(sites, cap * sizeof(*sites));
+			}
+			s = &sites[n++];
+			memset(s, 0, sizeof(*s));
+			snprintf(s->what, sizeof(s->what), "%s", what);
+		}
+		if (count > s->ip_count) {
+			snprintf(s->ip, sizeof(s->ip), "%s", ip);
+			s->ip_count = count;
+		}
+		s->count += count;
+		site_add_page(s, addr);
+	}
+	if (f != stdin)
+		fclose(f);
+	if (!lines)
+		die("%s: no fault records (expected asi/faults or asi_faults.bt output)", argv[0]);
+	qsort(sites, n, sizeof(*sites), cmp_site);
+	printf("%4s %8s %5s  %-44s %s\n", "rank", "faults", "pages", "target", "top site");
+	for (size_t i = 0; i < n; i++) {
+		printf("%4zu %8lu %5zu  %-44s %s\n       -> %s\n", i + 1, sites[i].count,
+		       sites[i].npages, sites[i].what, sites[i].ip, advice(sites[i].what));
+		free(sites[i].pages);
+	}
+	free(sites);
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: %s [--debugfs DIR] COMMAND [ARGS]\n"
+		"  summary [VM...]    pages mapped per owner class, against the full kernel map\n"
+		"  diff A B           what one table maps and the other does not; A, B: a VM or 'kernel'\n"
+		"  audit [VM...]      check invariant 1 for every (or each named) live VM;\n"
+		"                     exit 1 on a violation\n"
+		"  suggest FILE|-     rank what to map from a fault log (asi/faults or asi_faults.bt)\n"
+		"A VM is named as its folder in <debugfs>/kvm (PID-FD). --debugfs DIR reads a\n"
+		"recorded copy of debugfs. Exit: 0 ok, 1 a difference or violation, 2 an error.\n",
+		prog);
+}
+
+int main(int argc, char **argv)
+{
+	int i = 1;
+
+	if (argc > 2 && !strcmp(argv[1], "--debugfs")) {
+		debugfs = argv[2];
+		recorded = true;
+		i = 3;
+	}
+	if (i >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[i], "summary"))
+		return cmd_summary(argc - i - 1, argv + i + 1);
+	if (!strcmp(argv[i], "diff"))
+		return cmd_diff(argc - i - 1, argv + i + 1);
+	if (!strcmp(argv[i], "audit"))
+		return cmd_audit(argc - i - 1, argv + i + 1);
+	if (!strcmp(argv[i], "suggest"))
+		return cmd_suggest(argc - i - 1, argv + i + 1);
+	fprintf(stderr, "%s: unknown command '%s'\n", prog, argv[i]);
+	usage(stderr);
+	return 2;
+}

@@ -1,0 +1,117 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# The asi tracepoints (events/asi/): their formats carry the fields that
+# perf and bpftrace read, and, while a guest runs through every common
+# exit and NMIs land on its restricted table, they report exactly the
+# switches and fallback faults that asi/cpus counts: one asi_enter per
+# switch onto a table, one asi_exit per switch off it (its reason counted
+# in the matching column), one asi_fault per fallback. Skips with ASI off.
+# Exit: 0 pass, 1 fail, 4 skip.
+#
+# Usage: asi_trace.sh [NMI_ROUNDS [GUEST]]
+
+. "$(dirname "$0")/asi_lib.sh"
+
+rounds=${1:-50}
+guest=${2:-/tests/kvm/x86_64/asi_exits_test}
+tr=/sys/kernel/tracing
+
+asi_require_on
+asi_require_files "$ASI_CPUS"
+[ -x "$guest" ] || { echo "FAIL: $guest missing"; exit 1; }
+[ -d "$tr/events" ] || mount -t tracefs nodev "$tr" 2>/dev/null
+[ -d "$tr/events" ] || { echo "FAIL: no tracefs at $tr"; exit 1; }
+
+fail=0
+check_field() {
+	grep -q "field:$2;" "$tr/events/asi/$1/format" 2>/dev/null || {
+		echo "FAIL: asi:$1 has no field '$2'"
+		fail=1
+	}
+}
+check_field asi_enter "unsigned int domain"
+check_field asi_exit "unsigned int domain"
+check_field asi_exit "unsigned int reason"
+check_field asi_fault "unsigned int domain"
+check_field asi_fault "unsigned long address"
+check_field asi_fault "unsigned long ip"
+check_field asi_fault "unsigned long error_code"
+check_field asi_fault "bool irq"
+[ $fail -eq 0 ] || exit 1
+
+echo 0 >"$tr/tracing_on"
+echo 8192 >"$tr/buffer_size_kb"
+: >"$tr/trace"
+warn0=$(asi_warn_count)
+set -- 3 4 5 6 7 11 12 13
+for c; do eval "c0_$c=\$(asi_sum $c)"; done
+echo 1 >"$tr/events/asi/enable"
+echo 1 >"$tr/tracing_on"
+
+# The guest on CPU 1, NMIs from CPU 0 while it runs: fallback faults.
+level=$(awk '{ print $1 }' /proc/sys/kernel/printk)
+echo 1 >/proc/sys/kernel/printk
+ASI_EXITS_ALLOW_FALLBACKS=1 asi_on_cpu 1 "$guest" >/tmp/asi_trace.out 2>&1 &
+pid=$!
+i=0
+while [ $i -lt "$rounds" ] && kill -0 $pid 2>/dev/null; do
+	asi_on_cpu 0 sh -c 'echo l >/proc/sysrq-trigger'
+	i=$((i + 1))
+done
+wait $pid
+rc=$?
+echo "$level" >/proc/sys/kernel/printk
+
+echo 0 >"$tr/tracing_on"
+echo 0 >"$tr/events/asi/enable"
+for c; do eval "d_$c=\$((\$(asi_sum $c) - c0_$c))"; done
+overrun=$(cat "$tr"/per_cpu/cpu*/stats | awk '/^overrun:/ { s += $2 } END { print s + 0 }')
+
+count() { grep -c "$1" /tmp/asi_trace.txt; }
+cat "$tr/trace" >/tmp/asi_trace.txt
+enter=$(count ' asi_enter: ')
+exit_owner=$(count ' asi_exit: .*reason=owner')
+exit_sched=$(count ' asi_exit: .*reason=sched')
+exit_user=$(count ' asi_exit: .*reason=user')
+exit_irq=$(count ' asi_exit: .*reason=interrupt')
+fault=$(count ' asi_fault: ')
+fault_irq=$(count ' asi_fault: .* irq=1')
+: >"$tr/trace"
+
+echo "$guest with $i NMI rounds: events (asi/cpus delta):" \
+	"enter $enter ($d_3), exit owner $exit_owner ($d_4), sched $exit_sched ($d_5)," \
+	"user $exit_user ($d_6), interrupt $exit_irq ($d_12), fault $fault ($d_7)," \
+	"fault in irq/NMI $fault_irq ($d_11); missed $d_13, overrun $overrun"
+grep -m 3 ' asi_fault: ' /tmp/asi_trace.txt
+
+if [ $rc -ne 0 ]; then
+	echo "FAIL: $guest failed:"
+	cat /tmp/asi_trace.out
+	fail=1
+fi
+if [ "$(asi_warn_count)" -ne "$warn0" ]; then
+	echo "FAIL: WARN, BUG or oops while tracing:"
+	dmesg | grep -A20 -E 'WARNING:|BUG:|Oops' | head -60
+	fail=1
+fi
+if [ "$overrun" -ne 0 ] || [ "$d_13" -ne 0 ]; then
+	echo "FAIL: events lost ($overrun overrun, $d_13 missed): the counts cannot be compared"
+	fail=1
+fi
+expect() {
+	[ "$2" -eq "$3" ] || { echo "FAIL: $1: $2 events, asi/cpus counted $3"; fail=1; }
+}
+expect asi_enter "$enter" "$d_3"
+expect "asi_exit reason=owner" "$exit_owner" "$d_4"
+expect "asi_exit reason=sched" "$exit_sched" "$d_5"
+expect "asi_exit reason=user" "$exit_user" "$d_6"
+expect "asi_exit reason=interrupt" "$exit_irq" "$d_12"
+expect asi_fault "$fault" "$d_7"
+expect "asi_fault irq=1" "$fault_irq" "$d_11"
+if [ "$enter" -eq 0 ] || [ "$fault" -eq 0 ]; then
+	echo "FAIL: no asi_enter or no asi_fault event: nothing was compared"
+	fail=1
+fi
+[ $fail -eq 0 ] && echo "PASS"
+exit $fail
