@@ -44,6 +44,7 @@ selftests: kernel
 
 image: selftests
 	@$(S)/image.sh default
+	@$(S)/image-bpf.sh
 
 image-modules: kernel-modules selftests
 	@$(S)/image.sh modules

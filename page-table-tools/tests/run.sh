@@ -64,7 +64,8 @@ t suggest-debugfs 0 "direct map: slab" suggest "$d/clean/asi/faults"
 t suggest-rank 0 "^   1 " suggest "$d/clean/asi/faults"
 t suggest-bpftrace 0 "^   1      415     3  direct map  *gup_fast_fallback+334" \
 	suggest "$d/faults.bt.txt"
-t suggest-bpftrace-image 0 "kernel image" suggest "$d/faults.bt.txt"
+t suggest-bpftrace-image 0 "^   2       47     2  kernel image  *kvm_lapic_reg_write" \
+	suggest "$d/faults.bt.txt"
 t suggest-empty 2 "no fault records" suggest /dev/null
 t suggest-missing 2 "cannot read /nonexistent" suggest /nonexistent
 t unknown-command 2 "unknown command 'bogus'" bogus

@@ -313,10 +313,11 @@ def known_failures():
     return known
 
 
-def run_suite_boot(args, results, name, append, plan, kunit=True, **kw):
-    image = os.path.join(OUT, "image", f"initramfs-{args.config}.cpio")
+def run_suite_boot(args, results, name, append, plan, kunit=True, image_name=None, **kw):
+    image_name = image_name or args.config
+    image = os.path.join(OUT, "image", f"initramfs-{image_name}.cpio")
     kernel = os.path.join(OUT, "build", args.config, "arch", "x86", "boot", "bzImage")
-    root = os.path.join(OUT, "image", f"root-{args.config}")
+    root = os.path.join(OUT, "image", f"root-{image_name}")
     expected = plan_names(root, plan)
     print(f"boot {name}: {append} ({len(expected)} tests) ...", flush=True)
     b = Boot(name, kernel, image, f"{append} asitest.plan={plan}", args.logdir, **kw).run()
@@ -375,6 +376,9 @@ def cmd_check(args):
                    timeout=300, kunit=False)
     run_suite_boot(args, results, "asi-empty", "asi=", "param",
                    timeout=300, kunit=False)
+    # The image with bpftrace (scripts/image-bpf.sh): its scripts, live.
+    run_suite_boot(args, results, "asi-on-bpf", "asi=on", "bpf", timeout=900,
+                   kunit=False, image_name="bpf", idle_timeout=idle)
     if not args.no_selftest:
         expect_boot_failure(args, results, "harness-panic", "panic", "panic",
                             timeout=300, idle_timeout=120)

@@ -91,7 +91,8 @@ TRACE_EVENT(asi_fault,
 		__field(unsigned long,	address)
 		__field(unsigned long,	ip)
 		__field(unsigned long,	error_code)
-		__field(bool,		irq)
+		/* Not bool: bpftrace 0.17 cannot parse bool fields. */
+		__field(unsigned char,	irq)
 	),
 
 	TP_fast_assign(

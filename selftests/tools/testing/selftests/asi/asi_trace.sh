@@ -37,7 +37,7 @@ check_field asi_fault "unsigned int domain"
 check_field asi_fault "unsigned long address"
 check_field asi_fault "unsigned long ip"
 check_field asi_fault "unsigned long error_code"
-check_field asi_fault "bool irq"
+check_field asi_fault "unsigned char irq"
 [ $fail -eq 0 ] || exit 1
 
 echo 0 >"$tr/tracing_on"

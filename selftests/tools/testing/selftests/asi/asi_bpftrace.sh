@@ -1,0 +1,65 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# The bpftrace scripts of page-table-tools (installed in /tests/bpftrace)
+# against running guests: each one is started, attached (bpftrace reads
+# the asi tracepoints' fields from tracefs), run while twelve VMs run
+# their exits with vCPUs moved between CPUs, stopped with SIGINT, and must
+# have printed what it is for. Then "asi-pt suggest" must rank the faults
+# the fault script collected. Skips with ASI off or without bpftrace.
+# Exit: 0 pass, 1 fail, 4 skip.
+
+. "$(dirname "$0")/asi_lib.sh"
+
+bt=/tests/bpftrace
+pt=/tests/bin/asi-pt
+asi_require_on
+command -v bpftrace >/dev/null || { echo "SKIP: no bpftrace in this image"; exit 4; }
+[ -d /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing
+fail=0
+
+# run SCRIPT PATTERN...: SCRIPT's output must match every PATTERN.
+run() {
+	script=$1
+	shift
+	out=/tmp/$(basename "$script" .bt).out
+	bpftrace "$bt/$script" >"$out" 2>&1 &
+	pid=$!
+	i=0
+	until grep -q '^Attaching' "$out" 2>/dev/null || [ $i -ge 180 ]; do
+		kill -0 $pid 2>/dev/null || break
+		sleep 1
+		i=$((i + 1))
+		[ $((i % 15)) -eq 0 ] && echo "$script: waiting for bpftrace to attach (${i} s)"
+	done
+	if ! grep -q '^Attaching' "$out"; then
+		echo "FAIL: $script did not attach in ${i} s:"
+		cat "$out"
+		kill -9 $pid 2>/dev/null
+		fail=1
+		return
+	fi
+	echo "$script attached in ${i} s"
+	/tests/kvm/x86_64/asi_multi_vm_test -v 12 -c 2 -s 3 >/tmp/asi_bpftrace.vms 2>&1 ||
+		{ echo "FAIL: the guests failed:"; cat /tmp/asi_bpftrace.vms; fail=1; }
+	kill -INT $pid
+	wait $pid
+	echo "--- $script:"
+	cat "$out"
+	for p; do
+		grep -q -e "$p" "$out" || { echo "FAIL: $script printed no /$p/"; fail=1; }
+	done
+}
+
+# bpftrace prints the address pages as signed decimals.
+run asi_faults.bt '^@faults\[.*, -*[0-9]*\]: [0-9]' '^@by_symbol\[[0-9]*, ' \
+	'^@by_region\[[0-9]*, '
+run asi_switches.bt '^@enter: [1-9]' '^@exit\[interrupt\]: [1-9]' '^@exit\[owner\]: [1-9]'
+run asi_full_map_time.bt '^@full_map_ns\[[0-9]*\]:' '^\[[0-9]' '^@full_map_total_ns\[[0-9]*\]: [1-9]'
+
+"$pt" suggest /tmp/asi_faults.out >/tmp/asi_bpftrace.suggest 2>&1 &&
+	grep -q '^   1 ' /tmp/asi_bpftrace.suggest ||
+	{ echo "FAIL: asi-pt suggest on asi_faults.bt's output:"; fail=1; }
+cat /tmp/asi_bpftrace.suggest
+[ $fail -eq 0 ] && echo "PASS"
+exit $fail
