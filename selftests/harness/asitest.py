@@ -413,7 +413,8 @@ def summarize(args, results, t0):
 def cmd_demo(args):
     """Boot asi=on, run the demo plan and show what it printed."""
     args.logdir = os.path.join(LOGS, "demo")
-    image = os.path.join(OUT, "image", f"initramfs-{args.config}.cpio")
+    # The image with bpftrace: the demo ends with its fault sites.
+    image = os.path.join(OUT, "image", "initramfs-bpf.cpio")
     kernel = os.path.join(OUT, "build", args.config, "arch", "x86", "boot", "bzImage")
     print(f"booting {kernel} with {args.append} under QEMU TCG (-cpu max) ...", flush=True)
     b = Boot("demo", kernel, image, f"{args.append} asitest.plan=demo", args.logdir,
