@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# scripts/image-bpf.sh: the test image with bpftrace (Debian's, with its
-# libraries, about 200 MB more) and page-table-tools' bpftrace scripts, for
-# the one boot of make check that runs them (plan "bpf"). Built from the
-# default image's root (scripts/image.sh default runs first).
+# scripts/image-bpf.sh: the test image with bpftrace and perf (Debian's,
+# with their libraries, about 220 MB more) and page-table-tools' bpftrace
+# scripts, for the one boot of make check that runs them (plan "bpf").
+# Built from the default image's root (scripts/image.sh default runs
+# first).
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
-need_pkgs bpftrace cpio
+need_pkgs bpftrace linux-perf cpio
 img=$OUT/image
 src=$img/root-default
 root=$img/root-bpf
@@ -16,13 +17,15 @@ root=$img/root-bpf
 rm -rf "$root"
 cp -a "$src" "$root"
 
-# bpftrace and every library it loads, at their paths.
-bin=$(command -v bpftrace)
-install -D -m 755 "$bin" "$root/usr/bin/bpftrace"
-ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' |
-	sort -u | while read -r lib; do
-		install -D -m 755 "$(readlink -f "$lib")" "$root$lib"
-	done
+# bpftrace, perf and every library they load, at their paths.
+for tool in bpftrace perf; do
+	bin=$(readlink -f "$(command -v $tool)")
+	install -D -m 755 "$bin" "$root/usr/bin/$tool"
+	ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' |
+		sort -u | while read -r lib; do
+			install -D -m 755 "$(readlink -f "$lib")" "$root$lib"
+		done
+done
 # bpftrace's clang includes <linux/types.h>: the kernel's UAPI headers,
 # as headers_install wrote them for the selftests.
 hdr=$BUILD/default/usr/include
@@ -35,4 +38,4 @@ install -m 644 "$TOP"/page-table-tools/bpftrace/*.bt "$root/tests/bpftrace/"
 (cd "$root" && find . -print0 | LC_ALL=C sort -z | cpio -o -0 -H newc --quiet --reproducible) \
 	>"$img/initramfs-bpf.cpio.tmp"
 mv "$img/initramfs-bpf.cpio.tmp" "$img/initramfs-bpf.cpio"
-note "image $img/initramfs-bpf.cpio: $(du -h "$img/initramfs-bpf.cpio" | cut -f1), bpftrace $(bpftrace --version | cut -d' ' -f2)"
+note "image $img/initramfs-bpf.cpio: $(du -h "$img/initramfs-bpf.cpio" | cut -f1), bpftrace $(bpftrace --version | cut -d' ' -f2), perf $(perf --version | cut -d' ' -f3)"
