@@ -7,7 +7,8 @@ SHELL := /bin/bash
 S := scripts
 
 .PHONY: all tree refresh kernel kernel-modules kernel-noasi selftests image \
-	check check-full check-modules demo clean distclean help tools-test
+	check check-full check-modules demo clean distclean help tools-test \
+	series verify-series
 
 all: image
 
@@ -23,6 +24,8 @@ help:
 	@echo "make selftests     build the KVM selftests, static"
 	@echo "make image         build the test initramfs (with page-table-tools' asi-pt)"
 	@echo "make tools-test    asi-pt's unit tests on recorded input (part of make check)"
+	@echo "make series        write the upstream series with its cover letter to out/series/"
+	@echo "make verify-series check it: applies, checkpatch, sign-offs, every commit builds"
 
 tree:
 	@$(S)/tree.sh
@@ -60,6 +63,12 @@ check-full: image
 
 check-modules: image-modules
 	@python3 selftests/harness/asitest.py check --plan modules --config modules
+
+series: tree
+	@$(S)/series.sh write
+
+verify-series: tree
+	@$(S)/series.sh verify
 
 demo: image
 	@python3 selftests/harness/asitest.py demo

@@ -54,7 +54,7 @@
 
 #include "mm_internal.h"
 
-DEFINE_STATIC_KEY_FALSE(asi_enabled_key);
+struct static_key_false asi_enabled_key = STATIC_KEY_FALSE_INIT;
 EXPORT_SYMBOL_GPL(asi_enabled_key);
 
 static enum asi_boot_mode asi_boot_mode __ro_after_init = ASI_BOOT_DEFAULT;

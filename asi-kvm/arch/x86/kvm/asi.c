@@ -523,10 +523,11 @@ void kvm_asi_vcpu_load(struct kvm_vcpu *vcpu)
 
 #define KVM_ASI_ADD(vcpu, name, delta)					\
 	do {								\
+		struct kvm_vcpu *__v = (vcpu);				\
 		u64 __d = (delta);					\
 									\
-		(vcpu)->stat.asi_##name += __d;				\
-		atomic64_add(__d, &(vcpu)->kvm->stat.vm_asi_##name);	\
+		__v->stat.asi_##name += __d;				\
+		atomic64_add(__d, &__v->kvm->stat.vm_asi_##name);	\
 	} while (0)
 
 /**

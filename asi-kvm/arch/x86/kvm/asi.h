@@ -83,16 +83,19 @@ static inline int kvm_asi_vcpu_map(struct kvm_vcpu *vcpu, const void *addr,
 {
 	return 0;
 }
+
 static inline void kvm_asi_vcpu_unmap_all(struct kvm_vcpu *vcpu) { }
 static inline int kvm_asi_vcpu_set_cpuid(struct kvm_vcpu *vcpu,
 					 struct kvm_cpuid_entry2 **e2, int nent)
 {
 	return 0;
 }
+
 static inline int kvm_asi_map_memslot(struct kvm *kvm, struct kvm_memory_slot *slot)
 {
 	return 0;
 }
+
 static inline void kvm_asi_unmap_memslot(struct kvm *kvm, struct kvm_memory_slot *slot) { }
 static inline int kvm_asi_vcpu_run(struct kvm_vcpu *vcpu) { return 0; }
 static inline void kvm_asi_vcpu_run_end(struct kvm_vcpu *vcpu) { }

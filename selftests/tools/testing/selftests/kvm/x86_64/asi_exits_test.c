@@ -103,7 +103,7 @@ static void guest_phase(enum phase p, int n)
 			guest_inb(PIC_PORT);
 			break;
 		case PHASE_MMIO_KERNEL:
-			(void)*(volatile uint32_t *)IOAPIC_GPA;
+			(void)READ_ONCE(*(uint32_t *)IOAPIC_GPA);
 			break;
 		case PHASE_PIO_USER:
 			guest_outb(USER_PORT, 0);

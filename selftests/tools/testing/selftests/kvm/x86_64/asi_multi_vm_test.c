@@ -63,7 +63,7 @@ static void guest_code(void)
 			rdmsr(APIC_BASE_MSR + (APIC_ID >> 4));
 			x2apic_write_reg(APIC_TASKPRI, 0);
 			asm volatile("inb %1, %0" : "=a"(v) : "Nd"(PIC_PORT));
-			(void)*(volatile uint32_t *)IOAPIC_GPA;
+			(void)READ_ONCE(*(uint32_t *)IOAPIC_GPA);
 		}
 		asm volatile("outb %0, %1" : : "a"(v), "Nd"(USER_PORT));
 		GUEST_SYNC(0);
