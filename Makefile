@@ -8,7 +8,7 @@ S := scripts
 
 .PHONY: all tree refresh kernel kernel-modules kernel-noasi selftests image \
 	check check-full check-modules demo clean distclean help tools-test \
-	series verify-series
+	series verify-series stress kernel-debug image-debug check-debug bench bench-quick
 
 all: image
 
@@ -24,6 +24,10 @@ help:
 	@echo "make selftests     build the KVM selftests, static"
 	@echo "make image         build the test initramfs (with page-table-tools' asi-pt)"
 	@echo "make tools-test    asi-pt's unit tests on recorded input (part of make check)"
+	@echo "make check-debug   the debug kernel (lockdep, KASAN, kmemleak, fault injection): asi=on"
+	@echo "make bench         asi=off / asi=on / compiled out, side by side, 5 repetitions"
+	@echo "make bench-quick   the same, one repetition"
+	@echo "make stress        the long stress run (make check runs its short form)"
 	@echo "make series        write the upstream series with its cover letter to out/series/"
 	@echo "make verify-series check it: applies, checkpatch, sign-offs, every commit builds"
 
@@ -38,6 +42,9 @@ kernel: tree
 
 kernel-modules: tree
 	@$(S)/kernel.sh modules
+
+kernel-debug: tree
+	@$(S)/kernel.sh debug
 
 kernel-noasi: tree
 	@$(S)/kernel.sh noasi
@@ -60,6 +67,21 @@ check: image tools-test
 
 check-full: image
 	@python3 selftests/harness/asitest.py check --plan full
+
+bench: image kernel-noasi
+	@$(S)/bench.sh
+
+bench-quick: image kernel-noasi
+	@$(S)/bench.sh --quick
+
+stress: image
+	@python3 selftests/harness/asitest.py check --plan stress
+
+image-debug: kernel-debug selftests
+	@$(S)/image.sh debug
+
+check-debug: image-debug
+	@python3 selftests/harness/asitest.py check --plan debug --config debug
 
 check-modules: image-modules
 	@python3 selftests/harness/asitest.py check --plan modules --config modules

@@ -54,4 +54,6 @@ need_pkgs() {
 }
 
 BUILD_PKGS="build-essential flex bison bc libelf-dev libssl-dev cpio ccache xz-utils git python3 kmod rsync"
+# checkpatch.pl runs scripts/spdxcheck.py, which needs these.
+CHECK_PKGS="python3-ply python3-git"
 RUN_PKGS="qemu-system-x86 busybox-static"

@@ -14,7 +14,9 @@ fragments() {
 	default) f+=("$TOP/configs/asi.config" "$TOP/configs/kvm-builtin.config") ;;
 	modules) f+=("$TOP/configs/asi.config" "$TOP/configs/kvm-modules.config") ;;
 	noasi)   f+=("$TOP/configs/noasi.config" "$TOP/configs/kvm-builtin.config") ;;
-	*) die "unknown kernel configuration '$1' (known: default modules noasi)" ;;
+	debug)   f+=("$TOP/configs/asi.config" "$TOP/configs/kvm-builtin.config"
+		     "$TOP/configs/debug.config") ;;
+	*) die "unknown kernel configuration '$1' (known: default modules noasi debug)" ;;
 	esac
 	printf '%s\n' "${f[@]}"
 }

@@ -25,6 +25,13 @@ commit them in out/linux (git add, git commit) before 'make refresh'"
 pristine=refs/tags/pristine
 g() { git -C "$SRC" "$@"; }
 
+# What the tree was last assembled from (or exported to): an overlay file
+# that differs from its version there was edited in the project since, and
+# must not be overwritten by (or lost to) the tree's older copy.
+last=$(cat "$SRC/.git/asi-assembled" 2>/dev/null || true)
+in_last() { [ -n "$last" ] && g cat-file -e "$last:$1" 2>/dev/null; }
+edited_here() { in_last "$2" && ! g show "$last:$2" | cmp -s - "$TOP/$1/$2"; }
+
 # 1. New files.
 declare -A keep=()
 while IFS= read -r f; do
@@ -32,6 +39,14 @@ while IFS= read -r f; do
 	for d in $OVERLAYS; do
 		[ -e "$TOP/$d/$f" ] && dest=$d && break
 	done
+	if [ -n "$dest" ] && edited_here "$dest" "$f"; then
+		if g show "$last:$f" | cmp -s - <(g show "HEAD:$f"); then
+			note "keeping $dest/$f: edited in the project since 'make tree'"
+			keep["$dest/$f"]=1
+			continue
+		fi
+		die "$dest/$f was edited both in the project and in out/linux since 'make tree'; merge by hand"
+	fi
 	if [ -z "$dest" ]; then
 		case "$f" in
 		tools/testing/selftests/*)	dest=selftests ;;
@@ -54,7 +69,9 @@ done < <(g diff --name-only --no-renames --diff-filter=A "$pristine" HEAD)
 # Files the tree no longer has are removed from the project.
 for d in $OVERLAYS; do
 	while IFS= read -r f; do
-		if [ -z "${keep["$d/$f"]:-}" ]; then
+		if [ -z "${keep["$d/$f"]:-}" ] && ! in_last "$f"; then
+			note "keeping $d/$f: new in the project since 'make tree'"
+		elif [ -z "${keep["$d/$f"]:-}" ]; then
 			note "removed in out/linux: $d/$f"
 			rm -f "$TOP/$d/$f"
 		fi

@@ -211,7 +211,7 @@ build_commit() {
 }
 
 verify_series() {
-	need_pkgs $BUILD_PKGS
+	need_pkgs $BUILD_PKGS $CHECK_PKGS
 	write_series
 	local fails=0 n=0 c p name out errs warns checks total_checks=0
 

@@ -79,7 +79,7 @@ class Boot:
     """One run of QEMU on a kernel and an initramfs."""
 
     def __init__(self, name, kernel, initrd, append, logdir, timeout=900,
-                 idle_timeout=300, smp=2, mem="4G", qemu_extra=()):
+                 idle_timeout=300, smp=2, mem="4G", qemu_extra=(), cpu="max"):
         self.name = name
         self.kernel = kernel
         self.initrd = initrd
@@ -90,6 +90,7 @@ class Boot:
         self.idle_timeout = idle_timeout
         self.smp = smp
         self.mem = mem
+        self.cpu = cpu
         self.qemu_extra = list(qemu_extra)
         self.lines = []
         self.errors = []
@@ -98,7 +99,7 @@ class Boot:
 
     def cmd(self):
         return ["qemu-system-x86_64", "-M", "q35", "-accel", "tcg,thread=single",
-                "-cpu", "max", "-smp", str(self.smp), "-m", self.mem,
+                "-cpu", self.cpu, "-smp", str(self.smp), "-m", self.mem,
                 "-nographic", "-no-reboot", "-nodefaults", "-serial", "stdio",
                 "-kernel", self.kernel, "-initrd", self.initrd,
                 "-append", self.append] + self.qemu_extra
@@ -359,6 +360,14 @@ def cmd_check(args):
     limit = 900 if plan != "full" else 5400
     idle = 200 if plan != "full" else 330
 
+    if plan == "debug":
+        run_suite_boot(args, results, "debug-asi-on", "asi=on", "debug",
+                       timeout=3000, idle_timeout=330)
+        return summarize(args, results, t0)
+    if plan == "stress":
+        run_suite_boot(args, results, "asi-on-stress", "asi=on", "stress",
+                       timeout=5400, idle_timeout=330)
+        return summarize(args, results, t0)
     if plan == "modules":
         run_suite_boot(args, results, "modules-asi-on", "asi=on", "modules",
                        timeout=limit, idle_timeout=idle)
@@ -376,6 +385,10 @@ def cmd_check(args):
                    timeout=300, kunit=False)
     run_suite_boot(args, results, "asi-empty", "asi=", "param",
                    timeout=300, kunit=False)
+    # asi=on where KVM cannot load (a CPU without SVM): the core works,
+    # KVM stays away cleanly.
+    run_suite_boot(args, results, "asi-on-nosvm", "asi=on", "nosvm",
+                   timeout=300, cpu="max,-svm")
     # The image with bpftrace (scripts/image-bpf.sh): its scripts, live.
     run_suite_boot(args, results, "asi-on-bpf", "asi=on", "bpf", timeout=900,
                    kunit=False, image_name="bpf", idle_timeout=idle)
@@ -451,7 +464,7 @@ def main():
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("check", help="run the test suite")
-    c.add_argument("--plan", default="short", choices=["short", "full", "modules"])
+    c.add_argument("--plan", default="short", choices=["short", "full", "modules", "stress", "debug"])
     c.add_argument("--config", default="default", help="kernel configuration")
     c.add_argument("--no-selftest", action="store_true",
                    help="skip the harness's own panic/hang detection boots")

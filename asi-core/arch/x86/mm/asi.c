@@ -3,8 +3,8 @@
  * x86 Address Space Isolation (ASI): restricted kernel page tables.
  *
  * A domain (struct asi) is a kernel page table of its own that maps only
- * what was asked for: the allowlist that every domain shares and the
- * ranges its owner maps with asi_map(). It is built out of 4 KiB copies of
+ * what was asked for: the always-mapped set and the allowlist that every
+ * domain shares, and the ranges its owner maps with asi_map(). It is built out of 4 KiB copies of
  * the kernel's own entries, so a range backed by a large page in the kernel
  * map is split in the restricted table only; the kernel's page table is
  * only ever read (invariant 3 of the design). Entries copied into a domain
@@ -23,6 +23,7 @@
 
 #include <linux/asi.h>
 #include <linux/debugfs.h>
+#include <linux/kasan.h>
 #include <linux/init.h>
 #include <linux/math64.h>
 #include <linux/maple_tree.h>
@@ -120,7 +121,11 @@ static DEFINE_MUTEX(asi_domains_lock);
 static DEFINE_MTREE(asi_allowlist);
 static atomic_t asi_next_id = ATOMIC_INIT(0);
 
-DEFINE_PER_CPU_ASI(struct asi_cpu_state, asi_cpu);
+/*
+ * need_flush starts true: before its first entry a CPU has run only on the
+ * full table, so the first entry must not skip the flush.
+ */
+DEFINE_PER_CPU_ASI(struct asi_cpu_state, asi_cpu) = { .need_flush = true };
 EXPORT_PER_CPU_SYMBOL_GPL(asi_cpu);
 
 static const char * const asi_owner_class_names[] = {
@@ -454,20 +459,19 @@ static unsigned long asi_pud_tables(pud_t *pud, bool free)
 	return n;
 }
 
-/* The kernel's P4D entry of the cpu_entry_area, which domains share. */
-static p4d_t *asi_kernel_cea_p4d(void)
-{
-	return p4d_offset(pgd_offset_k(CPU_ENTRY_AREA_BASE), CPU_ENTRY_AREA_BASE);
-}
-
-static unsigned long asi_p4d_tables(p4d_t *p4d, int entries, bool free)
+/*
+ * @entries P4D entries of a domain and the kernel's at the same addresses
+ * (@kp4d). An entry equal to the kernel's points at the kernel's own tables
+ * (shared: the cpu_entry_area, the KASAN shadow), which are neither counted
+ * nor freed.
+ */
+static unsigned long asi_p4d_tables(p4d_t *p4d, p4d_t *kp4d, int entries, bool free)
 {
 	unsigned long n = 0;
 	int i;
 
 	for (i = 0; i < entries; i++) {
-		/* The shared cpu_entry_area tables are the kernel's. */
-		if (p4d_none(p4d[i]) || p4d_val(p4d[i]) == p4d_val(*asi_kernel_cea_p4d()))
+		if (p4d_none(p4d[i]) || (kp4d && p4d_val(p4d[i]) == p4d_val(kp4d[i])))
 			continue;
 		n += asi_pud_tables(p4d_pgtable(p4d[i]), free);
 	}
@@ -481,18 +485,19 @@ static unsigned long asi_tables(struct asi *asi, bool free)
 	int i;
 
 	for (i = KERNEL_PGD_BOUNDARY; i < PTRS_PER_PGD; i++) {
-		pgd_t *pgd = asi->pgd + i;
+		pgd_t *pgd = asi->pgd + i, *kpgd = init_mm.pgd + i;
 		p4d_t *p4d;
 
 		if (!pgtable_l5_enabled()) {
 			/* The P4D level is folded into the PGD. */
-			n += asi_p4d_tables((p4d_t *)pgd, 1, free);
+			n += asi_p4d_tables((p4d_t *)pgd, (p4d_t *)kpgd, 1, free);
 			continue;
 		}
 		if (pgd_none(*pgd))
 			continue;
 		p4d = (p4d_t *)pgd_page_vaddr(*pgd);
-		n += 1 + asi_p4d_tables(p4d, PTRS_PER_P4D, free);
+		n += 1 + asi_p4d_tables(p4d, pgd_none(*kpgd) ? NULL :
+					(p4d_t *)pgd_page_vaddr(*kpgd), PTRS_PER_P4D, free);
 		if (free)
 			free_page((unsigned long)p4d);
 	}
@@ -641,31 +646,57 @@ static void asi_free(struct asi *asi)
  * exception stacks) for every CPU, and sharing them keeps every CPU's
  * entry area mapped in every domain without copying it.
  */
-static int asi_share_cea(struct asi *asi)
+static int asi_share_kernel_p4ds(struct asi *asi, unsigned long start,
+				 unsigned long end, const char *name)
 {
-	unsigned long va = CPU_ENTRY_AREA_BASE;
+	unsigned long va;
 	struct asi_range *r;
 	p4d_t *p4d;
 	int err;
 
-	r = asi_range_alloc(va, va + CPU_ENTRY_AREA_MAP_SIZE, "cpu_entry_area",
-			    ASI_OWNER_ALWAYS, GFP_KERNEL_ACCOUNT);
+	r = asi_range_alloc(start, end, name, ASI_OWNER_ALWAYS, GFP_KERNEL_ACCOUNT);
 	if (!r)
 		return -ENOMEM;
 	err = mtree_insert_range(&asi->ranges, r->start, r->end - 1, r, GFP_KERNEL_ACCOUNT);
-	if (err)
-		goto fail;
-	p4d = pgtable_walk_alloc_p4d(asi->pgd + pgd_index(va), va, ASI_GFP);
-	if (!p4d) {
-		mtree_erase(&asi->ranges, r->start);
-		err = -ENOMEM;
-		goto fail;
+	if (err) {
+		kfree(r);
+		return err;
 	}
-	set_p4d(p4d, *asi_kernel_cea_p4d());
+	/* On failure, asi_free() tears down what was set up. */
+	for (va = start; va - 1 < end - 1; va = ALIGN(va + 1, P4D_SIZE)) {
+		p4d_t *kp4d = p4d_offset(pgd_offset_k(va), va);
+
+		if (p4d_none(*kp4d))
+			continue;
+		p4d = pgtable_walk_alloc_p4d(asi->pgd + pgd_index(va), va, ASI_GFP);
+		if (!p4d)
+			return -ENOMEM;
+		set_p4d(p4d, *kp4d);
+	}
 	return 0;
-fail:
-	kfree(r);
-	return err;
+}
+
+static int asi_share_cea(struct asi *asi)
+{
+	return asi_share_kernel_p4ds(asi, CPU_ENTRY_AREA_BASE,
+				     CPU_ENTRY_AREA_BASE + CPU_ENTRY_AREA_MAP_SIZE,
+				     "cpu_entry_area");
+}
+
+/*
+ * With KASAN, every instrumented access reads the shadow of its address:
+ * share the kernel's shadow tables, whose top-level entries KASAN fills
+ * at boot (the vmalloc area's too, so later shadow is found below them).
+ * The shadow says which bytes are valid, not what they hold.
+ */
+static int asi_share_kasan_shadow(struct asi *asi)
+{
+#ifdef CONFIG_KASAN
+	return asi_share_kernel_p4ds(asi, KASAN_SHADOW_START, KASAN_SHADOW_END,
+				     "KASAN shadow");
+#else
+	return 0;
+#endif
 }
 
 /*
@@ -691,6 +722,9 @@ static int asi_map_always(struct asi *asi)
 	if (err)
 		return err;
 	err = asi_share_cea(asi);
+	if (err)
+		return err;
+	err = asi_share_kasan_shadow(asi);
 	if (err)
 		return err;
 	/* __asi_data: global variables in pages of their own. */
@@ -976,6 +1010,34 @@ void asi_mappings_show(struct seq_file *m, struct asi *asi)
 }
 EXPORT_SYMBOL_GPL(asi_mappings_show);
 
+/*
+ * ptdump's walker on a copy of @asi's PGD with the user half left empty:
+ * dumped into @m, or (@checkwx) checked for writable and executable
+ * mappings, as CONFIG_DEBUG_WX checks the kernel's table at boot (a W+X
+ * page WARNs once). Return: 0, -ENOMEM, -ENODEV without CONFIG_PTDUMP, or
+ * -EACCES if @checkwx found W+X pages.
+ */
+static int asi_walk_kernel_half(struct seq_file *m, struct asi *asi, bool checkwx)
+{
+	bool ok;
+	pgd_t *pgd;
+
+	if (!IS_ENABLED(CONFIG_PTDUMP))
+		return -ENODEV;
+	pgd = (pgd_t *)get_zeroed_page(GFP_KERNEL);
+	if (!pgd)
+		return -ENOMEM;
+	mutex_lock(&asi->lock);
+	memcpy(pgd + PGD_KERNEL_START, asi->pgd + PGD_KERNEL_START,
+	       (PTRS_PER_PGD - PGD_KERNEL_START) * sizeof(*pgd));
+	if (asi->user_mm && m)
+		seq_puts(m, "# user half: the owner's user address space, not dumped\n");
+	ok = ptdump_walk_pgd_level_core(checkwx ? NULL : m, &init_mm, pgd, checkwx, false);
+	mutex_unlock(&asi->lock);
+	free_page((unsigned long)pgd);
+	return ok ? 0 : -EACCES;
+}
+
 /**
  * asi_pagetable_show() - dump a domain's restricted table, as ptdump does
  * @m: the seq_file
@@ -989,22 +1051,7 @@ EXPORT_SYMBOL_GPL(asi_mappings_show);
  */
 int asi_pagetable_show(struct seq_file *m, struct asi *asi)
 {
-	pgd_t *pgd;
-
-	if (!IS_ENABLED(CONFIG_PTDUMP))
-		return -ENODEV;
-	pgd = (pgd_t *)get_zeroed_page(GFP_KERNEL);
-	if (!pgd)
-		return -ENOMEM;
-	mutex_lock(&asi->lock);
-	memcpy(pgd + PGD_KERNEL_START, asi->pgd + PGD_KERNEL_START,
-	       (PTRS_PER_PGD - PGD_KERNEL_START) * sizeof(*pgd));
-	if (asi->user_mm)
-		seq_puts(m, "# user half: the owner's user address space, not dumped\n");
-	ptdump_walk_pgd_level_core(m, &init_mm, pgd, false, false);
-	mutex_unlock(&asi->lock);
-	free_page((unsigned long)pgd);
-	return 0;
+	return asi_walk_kernel_half(m, asi, false);
 }
 EXPORT_SYMBOL_GPL(asi_pagetable_show);
 
@@ -1415,6 +1462,23 @@ static int asi_domains_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(asi_domains);
 
+/* CONFIG_DEBUG_WX for the restricted tables: every live domain, on read. */
+static int asi_checkwx_show(struct seq_file *m, void *v)
+{
+	struct asi *asi;
+	int err;
+
+	mutex_lock(&asi_domains_lock);
+	list_for_each_entry(asi, &asi_domains, list) {
+		err = asi_walk_kernel_half(NULL, asi, true);
+		seq_printf(m, "%u\t%s\t%s\n", asi->id, asi->name,
+			   !err ? "passed" : err == -EACCES ? "FAILED: W+X pages" : "not checked");
+	}
+	mutex_unlock(&asi_domains_lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(asi_checkwx);
+
 static int asi_allowlist_show(struct seq_file *m, void *v)
 {
 	struct asi_range *r;
@@ -1430,8 +1494,9 @@ static int asi_allowlist_show(struct seq_file *m, void *v)
 DEFINE_SHOW_ATTRIBUTE(asi_allowlist);
 
 /*
- * With ASI on, nothing but kernel text may be global: a global translation
- * survives the switch to a restricted table. The direct map and vmalloc
+ * With ASI on, nothing but kernel text and rodata may be global (every
+ * domain maps both): a global translation survives the switch to a
+ * restricted table. The direct map and vmalloc
  * are made non-global where the kernel's default protections are set up
  * (as for PTI); here the kernel image past rodata follows. Like PTI, clear
  * up to the PMD boundary: the image is mapped with PMDs.
@@ -1613,6 +1678,8 @@ static int __init asi_report(void)
 		debugfs_create_file("domains", 0400, dir, NULL, &asi_domains_fops);
 		debugfs_create_file("allowlist", 0400, dir, NULL, &asi_allowlist_fops);
 		debugfs_create_file("cpus", 0400, dir, NULL, &asi_cpus_fops);
+		if (IS_ENABLED(CONFIG_DEBUG_WX) && IS_ENABLED(CONFIG_PTDUMP))
+			debugfs_create_file("checkwx", 0400, dir, NULL, &asi_checkwx_fops);
 		debugfs_create_file("faults", 0600, dir, NULL, &asi_faults_fops);
 		debugfs_create_file("bench", 0600, dir, NULL, &asi_bench_fops);
 	}

@@ -11,7 +11,7 @@
 #define _TRACE_ASI_H
 
 #include <linux/tracepoint.h>
-#include <asm/asi.h>
+#include <linux/asi.h>
 
 /* The reasons' values, for tools that read the format from tracefs. */
 TRACE_DEFINE_ENUM(ASI_EXIT_OWNER);

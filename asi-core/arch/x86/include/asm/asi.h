@@ -6,8 +6,9 @@
  * x86 Address Space Isolation: the contract.
  *
  * A domain (struct asi) is a restricted kernel page table: a PGD of its
- * own whose kernel half maps the allowlist and what the domain's owner
- * mapped with asi_map(), nothing else. Building or changing it never
+ * own whose kernel half maps the always-mapped set (text, rodata, the entry
+ * area, ASI's per-CPU and __asi_data sections), the allowlist and what the
+ * domain's owner mapped with asi_map(), nothing else. Building or changing it never
  * changes the kernel's own page table. Its entries are never global.
  *
  * asi_create()		New domain, one reference; maps the allowlist.
@@ -67,8 +68,8 @@
  * Translations: the restricted table runs under the same PCID as the full
  * table it replaces and every switch flushes it (no CR3_NOFLUSH), and with
  * ASI on the kernel's own mappings are not global (as with PTI), except
- * kernel text. So no translation of the full table, or of another domain,
- * survives a switch. Giving each domain a PCID of its own, to stop paying
+ * kernel text and rodata, which every domain maps. So no translation of
+ * the full table, or of another domain, survives a switch. Giving each domain a PCID of its own, to stop paying
  * for those flushes, is future work.
  *
  * Boot: ASI is off unless the kernel is booted with "asi=on". The decision

@@ -64,7 +64,9 @@ cat $out
 # The planted violation, for as long as the file stays open.
 exec 3>"$kvm/$a/asi/plant"
 echo "$b" >&3 || { echo "FAIL: planting $b's struct kvm into $a"; fail=1; }
-expect 1 "VIOLATION: 0x.* is VM $a's own (planted (test hook)) and VM $b's own (struct kvm): mapped by both" \
+violation="VIOLATION: 0x.* is VM $a's own (planted (test hook))"
+violation="$violation and VM $b's own (struct kvm): mapped by both"
+expect 1 "$violation" \
 	"$pt" audit
 cat $out
 exec 3>&-

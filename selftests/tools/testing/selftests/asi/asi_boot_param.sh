@@ -15,7 +15,8 @@ if ! grep -qs ' /sys/kernel/debug debugfs' /proc/mounts; then
 	exit 4
 fi
 if [ ! -r "$state" ]; then
-	echo "FAIL: $state is missing (kernel built without CONFIG_MITIGATION_ADDRESS_SPACE_ISOLATION?)"
+	echo "FAIL: $state is missing" \
+	     "(kernel built without CONFIG_MITIGATION_ADDRESS_SPACE_ISOLATION?)"
 	exit 1
 fi
 

@@ -55,7 +55,8 @@ run() {
 run asi_faults.bt '^@faults\[.*, -*[0-9]*\]: [0-9]' '^@by_symbol\[[0-9]*, ' \
 	'^@by_region\[[0-9]*, '
 run asi_switches.bt '^@enter: [1-9]' '^@exit\[interrupt\]: [1-9]' '^@exit\[owner\]: [1-9]'
-run asi_full_map_time.bt '^@full_map_ns\[[0-9]*\]:' '^\[[0-9]' '^@full_map_total_ns\[[0-9]*\]: [1-9]'
+run asi_full_map_time.bt '^@full_map_ns\[[0-9]*\]:' '^\[[0-9]' \
+	'^@full_map_total_ns\[[0-9]*\]: [1-9]'
 
 "$pt" suggest /tmp/asi_faults.out >/tmp/asi_bpftrace.suggest 2>&1 &&
 	grep -q '^   1 ' /tmp/asi_bpftrace.suggest ||

@@ -42,7 +42,8 @@ n=$(awk -F, '$3 == "asi:asi_enter" { print $1 }' $out)
 perf record -q -a -e 'asi:*' -o /tmp/asi_perf.data -- "$guest" >/tmp/asi_perf.guest 2>&1 ||
 	{ echo "FAIL: perf record failed:"; cat /tmp/asi_perf.guest; fail=1; }
 perf script -i /tmp/asi_perf.data >$out 2>&1
-echo "perf script: $(grep -c 'asi:asi_enter' $out) asi_enter, $(grep -c 'asi:asi_exit' $out) asi_exit events"
+echo "perf script: $(grep -c 'asi:asi_enter' $out) asi_enter," \
+     "$(grep -c 'asi:asi_exit' $out) asi_exit events"
 check 'asi:asi_enter: domain=[1-9]' "perf script"
 check 'asi:asi_exit: domain=[1-9][0-9]* reason=owner' "perf script"
 check 'asi:asi_fault: domain=[1-9][0-9]* address=0x' "perf script"

@@ -14,6 +14,12 @@
  * take no fallback fault. With ASI off (or compiled out) every ASI
  * statistic must stay 0.
  *
+ * Each phase is timed on the host (CLOCK_MONOTONIC around the phase's
+ * KVM_RUN calls) and printed as a "bench:" line with the counters, for
+ * benchmarks/ to collect; under QEMU's -icount the clock counts emulated
+ * instructions. A last phase runs a CPU-bound loop with no exits as the
+ * control.
+ *
  * HLT is not among the exits yet: a guest halting until its APIC timer
  * fires (one-shot, x2APIC) hung under QEMU TCG with asi=off, and passed
  * with asi=on; not understood yet.
@@ -21,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "apic.h"
@@ -30,6 +37,7 @@
 
 #define WARMUP		200
 #define ITERATIONS	5000
+#define COMPUTE_LOOPS	20000000	/* the control: no exits */
 /*
  * Fallback faults of the sync itself, which the deltas include: GUEST_SYNC
  * is a PIO exit to user space, fault-free like the others.
@@ -114,6 +122,19 @@ static void guest_phase(enum phase p, int n)
 	}
 }
 
+static void guest_compute(void)
+{
+	uint64_t x = 88172645463325252ULL;
+	int i;
+
+	for (i = 0; i < COMPUTE_LOOPS; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+	}
+	GUEST_ASSERT(x);
+}
+
 static void guest_code(void)
 {
 	int p;
@@ -126,6 +147,9 @@ static void guest_code(void)
 		guest_phase(p, ITERATIONS);
 		GUEST_SYNC(1);
 	}
+	GUEST_SYNC(2);
+	guest_compute();
+	GUEST_SYNC(3);
 	GUEST_DONE();
 }
 
@@ -216,6 +240,19 @@ static uint64_t run_to_sync(struct kvm_vcpu *vcpu)
 	}
 }
 
+static double elapsed_ns(const struct timespec *a, const struct timespec *b)
+{
+	return (b->tv_sec - a->tv_sec) * 1e9 + (b->tv_nsec - a->tv_nsec);
+}
+
+/* One line per phase for benchmarks/: the time and the counters. */
+static void print_bench(const char *name, double ns, const uint64_t *d)
+{
+	printf("bench: %s ns=%.1f exits=%lu enters=%lu fallbacks=%lu flushes=%lu skipped=%lu\n",
+	       name, ns, d[S_EXITS], d[S_ENTERS], d[S_FALLBACKS], d[S_FLUSHES],
+	       d[S_SKIPPED]);
+}
+
 static void dump_faults(struct kvm_vm *vm)
 {
 	char path[128], line[512];
@@ -244,6 +281,7 @@ int main(void)
 	struct stats_reader r = { };
 	struct kvm_vcpu *vcpu;
 	struct kvm_vm *vm;
+	struct timespec t0, t1;
 	struct ucall uc;
 	int p, i;
 
@@ -263,7 +301,9 @@ int main(void)
 
 		run_to_sync(vcpu);			/* the warm-up */
 		stats_read(&r, before);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
 		user_pio = run_to_sync(vcpu);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
 		stats_read(&r, after);
 		for (i = 0; i < NR_STATS; i++)
 			d[i] = after[i] - before[i];
@@ -276,6 +316,7 @@ int main(void)
 		       exits ? 1000.0 * d[S_FALLBACKS] / exits : 0.0,
 		       exits && d[S_ENTERS] ?
 		       (double)(2 * d[S_ENTERS] - 2) / exits : 0.0);
+		print_bench(phases[p].name, elapsed_ns(&t0, &t1) / ITERATIONS, d);
 
 		TEST_ASSERT(d[S_EXITS] >= ITERATIONS,
 			    "%s: %lu exits for %d iterations", phases[p].name,
@@ -332,6 +373,19 @@ int main(void)
 			failed = true;
 		}
 	}
+
+	/* The control: a CPU-bound loop, timed like the phases. */
+	run_to_sync(vcpu);
+	stats_read(&r, before);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	run_to_sync(vcpu);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	stats_read(&r, after);
+	for (i = 0; i < NR_STATS; i++)
+		d[i] = after[i] - before[i];
+	printf("compute: %d loops in %.1f ms with %lu exits\n", COMPUTE_LOOPS,
+	       elapsed_ns(&t0, &t1) / 1e6, d[S_EXITS]);
+	print_bench("compute", elapsed_ns(&t0, &t1), d);
 
 	vcpu_run(vcpu);
 	TEST_ASSERT(get_ucall(vcpu, &uc) == UCALL_DONE, "guest did not finish");

@@ -1,0 +1,243 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Side-by-side benchmark runs of asi=off, asi=on and ASI compiled out.
+
+  bench.py [--quick] [--reps N] [--clocks realtime,icount]
+
+Boots the test kernel in QEMU (TCG) with the "bench" plan, which runs
+asi_exits_test: per exit type (CPUID, MSR read and write, PIO and MMIO to
+in-kernel devices, PIO to user space) the host time per exit, and a
+CPU-bound guest loop with no exits as the control, each with the vCPU's
+KVM statistics. The variants alternate in every repetition (off, on,
+compiled out, off, on, ...) so that drift of the machine hits them alike.
+
+Two clocks: "realtime" (the emulated machine's clock follows the host's)
+and "icount" (QEMU -icount shift=0: the clock advances one nanosecond per
+emulated instruction, so a time is an instruction count and repeatable).
+
+Writes benchmarks/results/<date>-<commit>.json (every sample, kernel and
+QEMU versions, command lines) and .md (median, min, max per variant and the
+ratio on/off per workload), and an SVG plot with gnuplot when it is there.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.realpath(__file__))
+TOP = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(TOP, "selftests", "harness"))
+import asitest  # noqa: E402
+
+OUT = asitest.OUT
+BENCH = re.compile(r"^bench: (\S+) ns=([0-9.]+) exits=(\d+) enters=(\d+) "
+                   r"fallbacks=(\d+) flushes=(\d+) skipped=(\d+)")
+VARIANTS = [
+    # name, kernel configuration, command line
+    ("asi=off", "default", "asi=off"),
+    ("asi=on", "default", "asi=on"),
+    ("compiled-out", "noasi", ""),
+]
+CLOCKS = {"realtime": [], "icount": ["-icount", "shift=0"]}
+# What the proof of concept reported for its workloads (host CPU time, one
+# guest / more than ten), for the comparison in docs/performance.md.
+SEED = {"disk read": (1.2, 1.3), "disk write": (1.1, 1.2), "network send": (2.6, 3.8)}
+
+
+def run(cmd):
+    return subprocess.run(cmd, capture_output=True, text=True).stdout.strip()
+
+
+def one_boot(variant, config, append, clock, rep, logdir):
+    kernel = os.path.join(OUT, "build", config, "arch", "x86", "boot", "bzImage")
+    image = os.path.join(OUT, "image", "initramfs-default.cpio")
+    name = f"{clock}-{variant.replace('=', '-')}-{rep}"
+    b = asitest.Boot(name, kernel, image, f"{append} asitest.plan=bench", logdir,
+                     timeout=1200, idle_timeout=330, qemu_extra=CLOCKS[clock])
+    b.run()
+    samples = {}
+    for line in b.lines:
+        m = BENCH.search(asitest.PRINTK_TIME.sub("", line))
+        if m:
+            workload = m.group(1)
+            ns, exits, enters, fallbacks, flushes, skipped = (
+                float(m.group(2)), *map(int, m.groups()[2:]))
+            samples[workload] = {"ns": ns, "exits": exits, "enters": enters,
+                                 "fallbacks": fallbacks, "flushes": flushes,
+                                 "skipped": skipped}
+    ok = b.verdict() is None and samples
+    print(f"  {name}: {'ok' if ok else 'FAILED: ' + (b.verdict() or 'no bench lines')}"
+          f" in {b.seconds:.0f} s", flush=True)
+    if not ok:
+        print(b.report())
+    return {"boot": name, "command": b.cmd(), "ok": bool(ok), "samples": samples}
+
+
+def summarize(runs, clocks):
+    """Median, min, max per clock, workload and variant; ratios on/off."""
+    table = {}
+    for clock in clocks:
+        for r in runs:
+            if r["clock"] != clock or not r["ok"]:
+                continue
+            for w, s in r["samples"].items():
+                table.setdefault(clock, {}).setdefault(w, {}).setdefault(
+                    r["variant"], []).append(s)
+    return table
+
+
+def stats(values):
+    return statistics.median(values), min(values), max(values)
+
+
+def markdown(table, meta):
+    lines = [f"Benchmark run {meta['date']} at {meta['commit']} on {meta['platform']}",
+             f"({meta['reps']} repetitions per variant, alternating; kernel "
+             f"{meta['kernel']}, {meta['qemu']}).", ""]
+    for clock, workloads in table.items():
+        unit = "ns" if clock == "realtime" else "instructions"
+        lines += [f"### Clock: {clock} ({unit} per exit; the control: per run)", "",
+                  "| workload | asi=off median (min-max) | asi=on median (min-max) | "
+                  "on/off | compiled-out median | off/compiled-out | "
+                  "enters/exit (on) | fallbacks/1000 exits (on) | flushes done/skipped (on) |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for w, per in workloads.items():
+            cells = [w]
+            med = {}
+            for v in ("asi=off", "asi=on"):
+                if v in per:
+                    m, lo, hi = stats([s["ns"] for s in per[v]])
+                    med[v] = m
+                    cells.append(f"{m:.0f} ({lo:.0f}-{hi:.0f})")
+                else:
+                    cells.append("-")
+            cells.append(f"{med['asi=on'] / med['asi=off']:.3f}"
+                         if med.get("asi=off") and med.get("asi=on") else "-")
+            if "compiled-out" in per:
+                co = statistics.median([s["ns"] for s in per["compiled-out"]])
+                cells.append(f"{co:.0f}")
+                cells.append(f"{med['asi=off'] / co:.3f}" if med.get("asi=off") else "-")
+            else:
+                cells += ["-", "-"]
+            on = per.get("asi=on", [])
+            exits = sum(s["exits"] for s in on)
+            if on and exits:
+                cells.append(f"{sum(s['enters'] for s in on) / exits:.3f}")
+                cells.append(f"{1000 * sum(s['fallbacks'] for s in on) / exits:.2f}")
+                cells.append(f"{sum(s['flushes'] for s in on)}/"
+                             f"{sum(s['skipped'] for s in on)}")
+            else:
+                cells += ["-", "-", "-"]
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def plot(table, path):
+    """Overhead of asi=on against asi=off per workload, per clock (SVG)."""
+    if not subprocess.run(["sh", "-c", "command -v gnuplot"], capture_output=True).stdout:
+        return None
+    data = path + ".dat"
+    clocks = list(table)
+    workloads = sorted({w for c in clocks for w in table[c]})
+    with open(data, "w") as f:
+        f.write("workload " + " ".join(clocks) + "\n")
+        for w in workloads:
+            row = [w]
+            for c in clocks:
+                per = table[c].get(w, {})
+                if per.get("asi=off") and per.get("asi=on"):
+                    off = statistics.median([s["ns"] for s in per["asi=off"]])
+                    on = statistics.median([s["ns"] for s in per["asi=on"]])
+                    row.append(f"{100 * (on / off - 1):.2f}")
+                else:
+                    row.append("NaN")
+            f.write(" ".join(row) + "\n")
+    script = f"""
+set terminal svg size 900,480
+set output '{path}'
+set title 'asi=on against asi=off (QEMU TCG), median overhead per workload'
+set ylabel 'overhead (%)'
+set style data histograms
+set style fill solid 0.8 border -1
+set key top left
+set grid ytics
+set xtics rotate by -30
+set arrow from graph 0, first 1.2 to graph 1, first 1.2 nohead dt 2 lc rgb 'gray'
+set label 'seed: disk read +1.2 %' at graph 0.65, first 1.2 offset 0,0.6 tc rgb 'gray'
+set arrow from graph 0, first 2.6 to graph 1, first 2.6 nohead dt 2 lc rgb 'gray'
+set label 'seed: network send +2.6 %' at graph 0.65, first 2.6 offset 0,0.6 tc rgb 'gray'
+plot '{data}' using 2:xtic(1) title columnheader(2)""" + "".join(
+        f", '' using {i + 2} title columnheader({i + 2})" for i in range(1, len(clocks)))
+    subprocess.run(["gnuplot"], input=script, text=True, check=False)
+    os.remove(data)
+    return path if os.path.exists(path) else None
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="one repetition of each")
+    p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--clocks", default="realtime,icount")
+    args = p.parse_args()
+    reps = 1 if args.quick else args.reps
+    clocks = [c for c in args.clocks.split(",") if c]
+    for c in clocks:
+        if c not in CLOCKS:
+            sys.exit(f"error: unknown clock {c} (known: {', '.join(CLOCKS)})")
+    if reps < 1:
+        sys.exit("error: --reps must be at least 1")
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    commit = run(["git", "-C", TOP, "rev-parse", "--short", "HEAD"]) or "unknown"
+    dirty = run(["git", "-C", TOP, "status", "--porcelain", "--untracked-files=no"])
+    meta = {
+        "date": now.strftime("%Y-%m-%d %H:%M UTC"),
+        "commit": commit + ("-dirty" if dirty else ""),
+        "kernel": open(os.path.join(OUT, "kernel-version")).read().split("\n")[1]
+        if os.path.exists(os.path.join(OUT, "kernel-version")) else "?",
+        "qemu": run(["qemu-system-x86_64", "--version"]).split("\n")[0],
+        "platform": "QEMU TCG -cpu max (AMD-flavoured, SVM with NPT, no PCID), "
+                    "-smp 2, on a 2-core host without hardware virtualization",
+        "reps": reps, "clocks": clocks,
+    }
+    logdir = os.path.join(OUT, "logs", "bench-" + now.strftime("%Y%m%d-%H%M%S"))
+    runs = []
+    for rep in range(reps):
+        for clock in clocks:
+            print(f"repetition {rep + 1}/{reps}, clock {clock}:", flush=True)
+            for variant, config, append in VARIANTS:
+                r = one_boot(variant, config, append, clock, rep, logdir)
+                r.update(variant=variant, config=config, clock=clock, rep=rep)
+                runs.append(r)
+
+    table = summarize(runs, clocks)
+    resdir = os.path.join(HERE, "results")
+    os.makedirs(resdir, exist_ok=True)
+    base = os.path.join(resdir, f"{now.strftime('%Y-%m-%d')}-{meta['commit']}")
+    if args.quick:
+        base += "-quick"
+    with open(base + ".json", "w") as f:
+        json.dump({"meta": meta, "seed_overhead_percent": SEED, "runs": runs}, f, indent=1)
+    md = markdown(table, meta)
+    svg = plot(table, base + ".svg")
+    with open(base + ".md", "w") as f:
+        f.write(md + ("\n![overhead](" + os.path.basename(svg) + ")\n" if svg else ""))
+    print()
+    print(md)
+    print(f"results: {base}.json, .md" + (", .svg" if svg else ""))
+    failed = [r["boot"] for r in runs if not r["ok"]]
+    if failed:
+        print("FAILED boots: " + ", ".join(failed))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# Bad input to every writable ASI debugfs file: each bad write fails with
+# the error it documents, the good ones still work, and the kernel and
+# the VMs keep running (no new WARN, BUG or oops; the harness panics on an
+# oops). The global files directly; the per-VM files (asi/faults,
+# asi/plant) of live VMs, from asi_multi_vm_test -x "asi_bad_input.sh
+# --live", whose VMs must keep passing meanwhile. Skips with ASI off.
+# Exit: 0 pass, 1 fail, 4 skip.
+
+. "$(dirname "$0")/asi_lib.sh"
+
+fail=0
+out=/tmp/asi_bad_input.out
+
+# write WANT FILE VALUE: writing VALUE to FILE succeeds (WANT ok) or fails
+# with an error message (strerror(), as the shell prints it) that matches
+# the extended regular expression WANT.
+write() {
+	want=$1 file=$2 val=$3
+	# One write(2) of the whole value; dd names the error (the shell's
+	# printf does not).
+	if printf '%s' "$val" | dd of="$file" bs=4096 conv=notrunc 2>$out >/dev/null &&
+	   ! grep -q -i error $out; then
+		got=ok
+	else
+		got=$(grep -i error $out | sed 's/.*: //' | head -1)
+	fi
+	if echo "$got" | grep -q -E "^($want)\$"; then
+		echo "ok   '$val' > $file: $got"
+	else
+		echo "FAIL '$val' > $file: $got (want $want)"
+		fail=1
+	fi
+}
+
+if [ "$1" = --live ]; then
+	[ -n "$ASI_TEST_PID" ] || { echo "FAIL: --live without ASI_TEST_PID"; exit 1; }
+	set -- /sys/kernel/debug/kvm/"$ASI_TEST_PID"-*
+	[ -d "$1/asi" ] || { echo "FAIL: no VM debugfs folder for pid $ASI_TEST_PID"; exit 1; }
+	vm=$1 other=${2:-}
+	for v in 1 -1 abc 0x " " "0 0"; do
+		write "Invalid argument" "$vm/asi/faults" "$v"
+	done
+	write "Numerical result out of range" "$vm/asi/faults" 99999999999999999999
+	write ok "$vm/asi/faults" 0
+	if [ -e "$vm/asi/plant" ]; then
+		write "No such file or directory" "$vm/asi/plant" "not-a-vm"
+		write "No such file or directory" "$vm/asi/plant" "0-0"
+		write "No such file or directory" "$vm/asi/plant" "$(basename "$vm")"
+		write "Invalid argument" "$vm/asi/plant" \
+			"$(printf '%0200d' 0)"
+		[ -n "$other" ] && echo "(another VM, $(basename "$other"), is live: planting" \
+			"it is asi_audit.sh's test)"
+	fi
+	exit $fail
+fi
+
+asi_require_on
+warn0=$(asi_warn_count)
+for v in 1 abc -1 "0 1"; do
+	write "Invalid argument" "$ASI_DEBUGFS/faults" "$v"
+done
+write ok "$ASI_DEBUGFS/faults" 0
+for v in 0 abc -5 1000000000000; do
+	write "Invalid argument" "$ASI_DEBUGFS/bench" "$v"
+done
+write ok "$ASI_DEBUGFS/bench" 10
+for f in state domains allowlist cpus; do
+	# Read-only: no write method (root passes the mode check).
+	write "Invalid argument|Permission denied|Operation not permitted|Bad file descriptor" \
+		"$ASI_DEBUGFS/$f" 0
+done
+
+guest=/tests/kvm/x86_64/asi_multi_vm_test
+[ -x "$guest" ] || { echo "FAIL: $guest missing"; exit 1; }
+"$guest" -v 2 -c 1 -s 2 -x "$0 --live" >$out.vm 2>&1 || {
+	echo "FAIL: the VMs or the per-VM checks failed:"
+	tail -30 $out.vm
+	fail=1
+}
+grep -E '^(ok|FAIL) ' $out.vm
+
+warn1=$(asi_warn_count)
+if [ "$warn1" -ne "$warn0" ]; then
+	echo "FAIL: $((warn1 - warn0)) new WARN/BUG/oops reports"
+	fail=1
+fi
+[ $fail -eq 0 ] && echo "PASS"
+exit $fail
