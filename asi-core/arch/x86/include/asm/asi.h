@@ -69,8 +69,9 @@
  * table it replaces and every switch flushes it (no CR3_NOFLUSH), and with
  * ASI on the kernel's own mappings are not global (as with PTI), except
  * kernel text and rodata, which every domain maps. So no translation of
- * the full table, or of another domain, survives a switch. Giving each domain a PCID of its own, to stop paying
- * for those flushes, is future work.
+ * the full table, or of another domain, survives a switch. Giving each
+ * domain a PCID of its own, to stop paying for those flushes, is future
+ * work.
  *
  * Boot: ASI is off unless the kernel is booted with "asi=on". The decision
  * is taken once, in early boot, and is visible as the static key
