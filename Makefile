@@ -8,7 +8,7 @@ S := scripts
 
 .PHONY: all tree refresh kernel kernel-modules kernel-noasi selftests image \
 	check check-full check-modules demo clean distclean help tools-test \
-	series verify-series stress kernel-debug image-debug check-debug bench bench-quick
+	series verify-series stress kernel-debug image-debug check-debug image-bench bench bench-quick
 
 all: image
 
@@ -68,10 +68,13 @@ check: image tools-test
 check-full: image
 	@python3 selftests/harness/asitest.py check --plan full
 
-bench: image kernel-noasi
+image-bench: image
+	@$(S)/image-bench.sh
+
+bench: image-bench kernel-noasi
 	@$(S)/bench.sh
 
-bench-quick: image kernel-noasi
+bench-quick: image-bench kernel-noasi
 	@$(S)/bench.sh --quick
 
 stress: image

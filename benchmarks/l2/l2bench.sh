@@ -1,0 +1,36 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# l2bench.sh GUESTS DIVISOR: the seed's workloads in L2 guests (run in the
+# emulated machine by plans/bench). GUESTS guests run each phase at once;
+# each guest does 1/DIVISOR of the single-guest work, so that twelve guests
+# fit the time budget (the figures are per operation either way).
+#
+#   disk-read, disk-write         sequential 64 KiB O_DIRECT, 16 MiB
+#   disk-randread, disk-randwrite random 4 KiB O_DIRECT, 1024 requests
+#   net-send                      UDP broadcast, 1400-byte payload, 4096
+#                                 datagrams (l2mon's sink counts the frames)
+#   compute                       a CPU loop in the guest, no exits (control)
+set -eu
+n=${1:?guests} d=${2:-1}
+ip link set lo up
+[ -c /dev/kvm ] || { echo "l2bench: no /dev/kvm"; exit 1; }
+faults=/sys/kernel/debug/asi/faults
+[ -w $faults ] && echo 0 >$faults
+rc=0
+l2mon -n "$n" -k /l2/bzImage -i /l2/initramfs.cpio -m 96 -t "${L2_TIMEOUT:-600}" \
+	-P "disk-read:read /dev/vda 65536 $((256 / d))" \
+	-P "disk-write:write /dev/vda 65536 $((256 / d))" \
+	-P "disk-randread:randread /dev/vda 4096 $((1024 / d))" \
+	-P "disk-randwrite:randwrite /dev/vda 4096 $((1024 / d))" \
+	-P "net-send:send 10.0.2.255 9 1400 $((4096 / d))" \
+	-P "compute:spin $((200 / d))" \
+	-- qemu-system-x86_64 -M microvm,x-option-roms=off,pit=off,pic=off,rtc=off \
+	-enable-kvm -cpu host,-svm -smp 1 -nodefaults -no-user-config \
+	-display none -L /usr/share/qemu || rc=$?
+# Where the fallbacks of the whole run came from, most frequent first.
+if [ -r $faults ]; then
+	echo "l2bench: top ASI fault sites of the run:"
+	grep -v '^count' $faults | sort -rn | head -12 | sed 's/^/l2bench: /'
+fi
+exit $rc

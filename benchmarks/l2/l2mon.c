@@ -1,0 +1,406 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * l2mon: run N L2 guests at once in the emulated machine (L1) and measure
+ * the host (L1) CPU time of each workload phase (benchmarks/l2).
+ *
+ *   l2mon -n GUESTS -k KERNEL -i INITRD [-m MiB] [-t SECONDS]
+ *         -P NAME:L2IO-ARGS [-P ...] -- QEMU [QEMU-ARGS...]
+ *
+ * Starts GUESTS copies of QEMU (QEMU-ARGS plus a console on stdio, the
+ * guest's own disk /tmp/l2mon/disk-I and a virtio-net device whose frames
+ * go as UDP datagrams to l2mon's sink socket), waits until every guest
+ * says "l2: ready", then runs the phases in order on all guests at once:
+ * it sends "run NAME ARGS" to every console and waits until each answers
+ * "l2: done NAME". Per phase it prints one line
+ *
+ *   bench: l2-GUESTS-NAME ns=NS_PER_OP cpu_ms=... wall_ms=... ops=...
+ *          exits=... enters=... fallbacks=... flushes=... skipped=...
+ *          frames=... l2_ms=...
+ *
+ * where cpu_ms is the CPU time of all QEMU processes (every thread: vCPU,
+ * I/O, main loop; read with clock_getcpuclockid()), ns per operation is
+ * cpu_ms over the operations of all guests, and the counters are the
+ * deltas of KVM's statistics in /sys/kernel/debug/kvm (0 where a counter
+ * does not exist, as with ASI compiled out). frames counts the network
+ * frames the sink received. Exits 1 on a guest that fails, dies or does
+ * not answer in time (its console's last lines are printed).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_GUESTS	32
+#define MAX_PHASES	16
+#define SINK_PORT	9000
+#define DIR		"/tmp/l2mon"
+
+struct guest {
+	pid_t pid;
+	int in, out;		/* the guest console: write end, read end */
+	char buf[4096];		/* the console's current partial line */
+	size_t len;
+	char tail[8][160];	/* the last lines, for a failure report */
+	unsigned int ntail;	/* lines seen; tail[] is a ring */
+	int state;		/* 0 booting, 1 ready / phase done, 2 running */
+	long ops, errors;
+	uint64_t l2_ns;
+};
+
+static struct guest guests[MAX_GUESTS];
+static int nguests, sink = -1;
+static long frames;
+
+static const char *const stats[] = {
+	"exits", "asi_enters", "asi_fallbacks", "asi_flushes", "asi_flushes_skipped",
+};
+#define NSTATS (sizeof(stats) / sizeof(stats[0]))
+
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+	unsigned int j;
+	int i;
+
+	va_start(ap, fmt);
+	fputs("l2mon: ", stdout);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	for (i = 0; i < nguests; i++) {
+		char cmd[512];
+
+		/* Where QEMU's threads wait, and the VM's ASI fault sites. */
+		snprintf(cmd, sizeof(cmd),
+			 "for t in /proc/%d/task/*; do echo \"l2mon: guest %d: thread $(cat $t/comm) state $(cut -d' ' -f3 $t/stat) wchan $(cat $t/wchan)\"; "
+			 "sed 's/^/l2mon:   /' $t/stack 2>/dev/null; done; "
+			 "for f in /sys/kernel/debug/kvm/%d-*/asi/faults /sys/kernel/debug/kvm/%d-*/vcpu0/asi_*; do "
+			 "[ -r $f ] && echo \"l2mon: guest %d: $f:\" && sed 's/^/l2mon:   /' $f | head -12; done",
+			 guests[i].pid, i, guests[i].pid, guests[i].pid, i);
+		if (guests[i].pid > 0 && system(cmd))
+			printf("l2mon: guest %d: no diagnostics\n", i);
+		j = guests[i].ntail > 8 ? guests[i].ntail - 8 : 0;
+		for (; j < guests[i].ntail; j++)
+			printf("l2mon: guest %d: %s\n", i, guests[i].tail[j % 8]);
+		if (guests[i].pid > 0)
+			kill(guests[i].pid, SIGKILL);
+	}
+	exit(1);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* CPU time of every QEMU process, threads that already exited included. */
+static uint64_t qemu_cpu_ns(void)
+{
+	uint64_t sum = 0;
+	int i;
+
+	for (i = 0; i < nguests; i++) {
+		struct timespec ts;
+		clockid_t clk;
+
+		if (clock_getcpuclockid(guests[i].pid, &clk) ||
+		    clock_gettime(clk, &ts))
+			die("guest %d: no CPU clock: %s", i, strerror(errno));
+		sum += ts.tv_sec * 1000000000ull + ts.tv_nsec;
+	}
+	return sum;
+}
+
+static void read_stats(uint64_t *v)
+{
+	char path[128];
+	size_t i;
+
+	for (i = 0; i < NSTATS; i++) {
+		unsigned long long x = 0;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/sys/kernel/debug/kvm/%s", stats[i]);
+		f = fopen(path, "r");
+		if (f) {
+			if (fscanf(f, "%llu", &x) != 1)
+				x = 0;
+			fclose(f);
+		}
+		v[i] = x;
+	}
+}
+
+static void line(int g, char *s)
+{
+	struct guest *gu = &guests[g];
+	char name[64];
+
+	snprintf(gu->tail[gu->ntail++ % 8], sizeof(gu->tail[0]), "%s", s);
+	if (!strncmp(s, "l2: ready", 9) && gu->state == 0) {
+		gu->state = 1;
+		printf("l2mon: guest %d: %s\n", g, s);
+	} else if (!strncmp(s, "l2: done ", 9) && gu->state == 2) {
+		unsigned long long ns = 0;
+		int rc = -1;
+
+		if (sscanf(s, "l2: done %63s rc=%d ops=%ld errors=%ld ns=%llu",
+			   name, &rc, &gu->ops, &gu->errors, &ns) != 5 || rc)
+			die("guest %d failed: %s", g, s);
+		gu->l2_ns = ns;
+		gu->state = 1;
+	}
+}
+
+/* Read what the consoles and the sink have; wait at most @ms. */
+static void pump(int ms)
+{
+	struct pollfd p[MAX_GUESTS + 1];
+	int i, n;
+
+	for (i = 0; i < nguests; i++)
+		p[i] = (struct pollfd){ .fd = guests[i].out, .events = POLLIN };
+	p[nguests] = (struct pollfd){ .fd = sink, .events = POLLIN };
+	n = poll(p, nguests + 1, ms);
+	if (n < 0 && errno != EINTR)
+		die("poll: %s", strerror(errno));
+	if (n <= 0)
+		return;
+	if (p[nguests].revents & POLLIN) {
+		char f[2048];
+
+		while (recv(sink, f, sizeof(f), MSG_DONTWAIT) > 0)
+			frames++;
+	}
+	for (i = 0; i < nguests; i++) {
+		struct guest *gu = &guests[i];
+		ssize_t r;
+		char *nl;
+
+		if (!(p[i].revents & (POLLIN | POLLHUP)))
+			continue;
+		r = read(gu->out, gu->buf + gu->len, sizeof(gu->buf) - 1 - gu->len);
+		if (r <= 0)
+			die("guest %d: console closed (QEMU exited)", i);
+		gu->len += r;
+		gu->buf[gu->len] = 0;
+		while ((nl = strpbrk(gu->buf, "\r\n"))) {
+			*nl = 0;
+			if (nl != gu->buf)
+				line(i, gu->buf);
+			gu->len -= nl + 1 - gu->buf;
+			memmove(gu->buf, nl + 1, gu->len + 1);
+		}
+		if (gu->len == sizeof(gu->buf) - 1)
+			gu->len = 0;	/* a line too long to matter */
+	}
+}
+
+static void wait_all(int state, int timeout_s, const char *what)
+{
+	uint64_t end = mono_ns() + timeout_s * 1000000000ull;
+	int i, left;
+
+	for (;;) {
+		for (left = 0, i = 0; i < nguests; i++)
+			left += guests[i].state != state;
+		if (!left)
+			return;
+		if (mono_ns() > end)
+			die("%d of %d guests not %s after %d s", left, nguests, what,
+			    timeout_s);
+		pump(1000);
+	}
+}
+
+static void say(int g, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (write(guests[g].in, s, n) != (ssize_t)n)
+		die("guest %d: console write: %s", g, strerror(errno));
+}
+
+static void start(int g, char **qemu, const char *kernel, const char *initrd,
+		  int mib)
+{
+	char mem[16], disk[96], drive[160], net[128], mac[64], append[128];
+	int in[2], out[2], fd;
+	char *argv[64];
+	int n = 0;
+
+	snprintf(disk, sizeof(disk), DIR "/disk-%d", g);
+	fd = open(disk, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0 || ftruncate(fd, 64 << 20))
+		die("%s: %s", disk, strerror(errno));
+	close(fd);
+	snprintf(mem, sizeof(mem), "%d", mib);
+	snprintf(drive, sizeof(drive), "file=%s,format=raw,if=none,id=d0", disk);
+	snprintf(net, sizeof(net),
+		 "socket,id=n0,udp=127.0.0.1:%d,localaddr=127.0.0.1:%d",
+		 SINK_PORT, SINK_PORT + 1 + g);
+	snprintf(mac, sizeof(mac), "virtio-net-device,netdev=n0,mac=52:54:00:12:34:%02x", g);
+	snprintf(append, sizeof(append), "console=ttyS0 quiet asi=off l2.id=%d", g);
+
+	while (*qemu && n < 40)
+		argv[n++] = *qemu++;
+	argv[n++] = "-m";
+	argv[n++] = mem;
+	argv[n++] = "-kernel";
+	argv[n++] = (char *)kernel;
+	argv[n++] = "-initrd";
+	argv[n++] = (char *)initrd;
+	argv[n++] = "-append";
+	argv[n++] = append;
+	argv[n++] = "-serial";
+	argv[n++] = "stdio";
+	argv[n++] = "-drive";
+	argv[n++] = drive;
+	argv[n++] = "-device";
+	argv[n++] = "virtio-blk-device,drive=d0";
+	argv[n++] = "-netdev";
+	argv[n++] = net;
+	argv[n++] = "-device";
+	argv[n++] = mac;
+	argv[n] = NULL;
+	if (g == 0) {
+		int i;
+
+		printf("l2mon: guest command:");
+		for (i = 0; i < n; i++)
+			printf(" %s", argv[i]);
+		printf("\n");
+	}
+
+	if (pipe(in) || pipe(out))
+		die("pipe: %s", strerror(errno));
+	guests[g].pid = fork();
+	if (guests[g].pid < 0)
+		die("fork: %s", strerror(errno));
+	if (!guests[g].pid) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		dup2(out[1], 2);
+		close(in[0]); close(in[1]); close(out[0]); close(out[1]);
+		execvp(argv[0], argv);
+		fprintf(stderr, "l2mon: exec %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	guests[g].in = in[1];
+	guests[g].out = out[0];
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: l2mon -n GUESTS -k KERNEL -i INITRD [-m MiB] [-t SECONDS]\n"
+			"             -P NAME:L2IO-ARGS [-P ...] -- QEMU [ARGS...]\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	const char *kernel = NULL, *initrd = NULL;
+	char *phase[MAX_PHASES];
+	int nphases = 0, mib = 96, timeout = 900, opt, g, p;
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+				   .sin_port = htons(SINK_PORT),
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int rcvbuf = 4 << 20;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	while ((opt = getopt(argc, argv, "n:k:i:m:t:P:")) != -1) {
+		switch (opt) {
+		case 'n': nguests = atoi(optarg); break;
+		case 'k': kernel = optarg; break;
+		case 'i': initrd = optarg; break;
+		case 'm': mib = atoi(optarg); break;
+		case 't': timeout = atoi(optarg); break;
+		case 'P':
+			if (nphases == MAX_PHASES || !strchr(optarg, ':'))
+				usage();
+			phase[nphases++] = optarg;
+			break;
+		default: usage();
+		}
+	}
+	if (nguests < 1 || nguests > MAX_GUESTS || !kernel || !initrd ||
+	    !nphases || optind >= argc || mib < 32 || timeout < 1)
+		usage();
+
+	signal(SIGPIPE, SIG_IGN);
+	mkdir(DIR, 0700);
+	sink = socket(AF_INET, SOCK_DGRAM, 0);
+	if (sink < 0 || setsockopt(sink, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)) ||
+	    bind(sink, (void *)&sin, sizeof(sin)))
+		die("sink socket on 127.0.0.1:%d: %s (is lo up?)", SINK_PORT, strerror(errno));
+
+	uint64_t t0 = mono_ns();
+
+	for (g = 0; g < nguests; g++)
+		start(g, argv + optind, kernel, initrd, mib);
+	wait_all(1, timeout, "ready");
+	printf("l2mon: %d guests ready in %.1f s\n", nguests, (mono_ns() - t0) / 1e9);
+
+	for (p = 0; p < nphases; p++) {
+		char *colon = strchr(phase[p], ':'), cmd[512], name[64];
+		uint64_t s0[NSTATS], s1[NSTATS], c0, c1, w0, w1, l2max = 0;
+		long ops = 0, f0;
+
+		snprintf(name, sizeof(name), "%.*s", (int)(colon - phase[p]), phase[p]);
+		snprintf(cmd, sizeof(cmd), "run %s %s\n", name, colon + 1);
+		pump(0);
+		f0 = frames;
+		read_stats(s0);
+		w0 = mono_ns();
+		c0 = qemu_cpu_ns();
+		for (g = 0; g < nguests; g++) {
+			guests[g].state = 2;
+			say(g, cmd);
+		}
+		wait_all(1, timeout, "done");
+		c1 = qemu_cpu_ns();
+		w1 = mono_ns();
+		read_stats(s1);
+		pump(100);	/* frames still in flight */
+		for (g = 0; g < nguests; g++) {
+			ops += guests[g].ops;
+			if (guests[g].l2_ns > l2max)
+				l2max = guests[g].l2_ns;
+		}
+		printf("bench: l2-%d-%s ns=%.0f cpu_ms=%.1f wall_ms=%.1f ops=%ld "
+		       "exits=%llu enters=%llu fallbacks=%llu flushes=%llu skipped=%llu "
+		       "frames=%ld l2_ms=%.1f\n",
+		       nguests, name, (double)(c1 - c0) / ops, (c1 - c0) / 1e6,
+		       (w1 - w0) / 1e6, ops,
+		       (unsigned long long)(s1[0] - s0[0]), (unsigned long long)(s1[1] - s0[1]),
+		       (unsigned long long)(s1[2] - s0[2]), (unsigned long long)(s1[3] - s0[3]),
+		       (unsigned long long)(s1[4] - s0[4]), frames - f0, l2max / 1e6);
+	}
+	for (g = 0; g < nguests; g++)
+		say(g, "quit\n");
+	for (g = 0; g < nguests; g++) {
+		int status;
+
+		waitpid(guests[g].pid, &status, 0);
+		if (!WIFEXITED(status) || WEXITSTATUS(status))
+			printf("l2mon: guest %d: QEMU exit status %#x\n", g, status);
+	}
+	return 0;
+}
