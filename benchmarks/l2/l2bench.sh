@@ -27,7 +27,7 @@ l2mon -n "$n" -k /l2/bzImage -i /l2/initramfs.cpio -m 96 -t "${L2_TIMEOUT:-600}"
 	-P "compute:spin $((200 / d))" \
 	-- qemu-system-x86_64 -M microvm,x-option-roms=off,pit=off,pic=off,rtc=off \
 	-enable-kvm -cpu host,-svm -smp 1 -nodefaults -no-user-config \
-	-display none -L /usr/share/qemu || rc=$?
+	-display none -no-reboot -L /usr/share/qemu || rc=$?
 # Where the fallbacks of the whole run came from, most frequent first.
 if [ -r $faults ]; then
 	echo "l2bench: top ASI fault sites of the run:"

@@ -395,12 +395,21 @@ int main(int argc, char **argv)
 	}
 	for (g = 0; g < nguests; g++)
 		say(g, "quit\n");
+	/* A guest that does not power off within 60 s is killed. */
 	for (g = 0; g < nguests; g++) {
-		int status;
+		uint64_t end = mono_ns() + 60 * 1000000000ull;
+		int status = 0;
+		pid_t r;
 
-		waitpid(guests[g].pid, &status, 0);
-		if (!WIFEXITED(status) || WEXITSTATUS(status))
+		while (!(r = waitpid(guests[g].pid, &status, WNOHANG)) && mono_ns() < end)
+			usleep(100000);
+		if (!r) {
+			printf("l2mon: guest %d: no power-off after 60 s, killed\n", g);
+			kill(guests[g].pid, SIGKILL);
+			waitpid(guests[g].pid, &status, 0);
+		} else if (!WIFEXITED(status) || WEXITSTATUS(status)) {
 			printf("l2mon: guest %d: QEMU exit status %#x\n", g, status);
+		}
 	}
 	return 0;
 }
