@@ -80,15 +80,20 @@ static void die(const char *fmt, ...)
 	va_end(ap);
 	putchar('\n');
 	for (i = 0; i < nguests; i++) {
-		char cmd[512];
+		char cmd[1024];
 
 		/* Where QEMU's threads wait, and the VM's ASI fault sites. */
 		snprintf(cmd, sizeof(cmd),
 			 "for t in /proc/%d/task/*; do echo \"l2mon: guest %d: thread $(cat $t/comm) state $(cut -d' ' -f3 $t/stat) wchan $(cat $t/wchan)\"; "
 			 "sed 's/^/l2mon:   /' $t/stack 2>/dev/null; done; "
-			 "for f in /sys/kernel/debug/kvm/%d-*/asi/faults /sys/kernel/debug/kvm/%d-*/vcpu0/asi_*; do "
-			 "[ -r $f ] && echo \"l2mon: guest %d: $f:\" && sed 's/^/l2mon:   /' $f | head -12; done",
-			 guests[i].pid, i, guests[i].pid, guests[i].pid, i);
+			 "for f in /sys/kernel/debug/kvm/%d-*/asi/faults; do "
+			 "[ -r $f ] && echo \"l2mon: guest %d: $f:\" && sed 's/^/l2mon:   /' $f | head -12; done; "
+			 /* Does KVM still exit, fault and fall back, 5 s apart? */
+			 "for k in 1 2; do d=$(echo /sys/kernel/debug/kvm/%d-*); "
+			 "echo \"l2mon: guest %d: counters:\" $(cd $d 2>/dev/null && for c in exits pf_taken "
+			 "halt_exits irq_exits io_exits mmio_exits asi_enters asi_fallbacks; do "
+			 "printf '%%s=%%s ' $c $(cat $c 2>/dev/null); done); sleep 5; done",
+			 guests[i].pid, i, guests[i].pid, i, guests[i].pid, i);
 		if (guests[i].pid > 0 && system(cmd))
 			printf("l2mon: guest %d: no diagnostics\n", i);
 		j = guests[i].ntail > 8 ? guests[i].ntail - 8 : 0;
