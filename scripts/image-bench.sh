@@ -41,7 +41,8 @@ mkdir -p "$root/l2"
 (cd "$l2" && find . -print0 | LC_ALL=C sort -z | cpio -o -0 -H newc --quiet --reproducible) \
 	>"$root/l2/initramfs.cpio"
 cp "$kernel" "$root/l2/bzImage"
-install -m 755 "$bin/l2mon" "$TOP/benchmarks/l2/l2bench.sh" "$root/tests/bin/"
+install -m 755 "$bin/l2mon" "$TOP/benchmarks/l2/l2bench.sh" "$TOP/benchmarks/l2/l2faults.sh" \
+	"$root/tests/bin/"
 
 # QEMU, every library it loads, and the microvm firmware.
 q=$(readlink -f "$(command -v qemu-system-x86_64)")

@@ -6,11 +6,19 @@
 # each guest does 1/DIVISOR of the single-guest work, so that twelve guests
 # fit the time budget (the figures are per operation either way).
 #
+#   warmup                        every page of L2's free memory written
+#                                 once, so that the phases after it see
+#                                 the steady state: guest memory already
+#                                 in the host's nested page tables
 #   disk-read, disk-write         sequential 64 KiB O_DIRECT, 16 MiB
 #   disk-randread, disk-randwrite random 4 KiB O_DIRECT, 1024 requests
 #   net-send                      UDP broadcast, 1400-byte payload, 4096
 #                                 datagrams (l2mon's sink counts the frames)
 #   compute                       a CPU loop in the guest, no exits (control)
+#
+# Environment: L2_TIMEOUT (seconds l2mon waits for the guests' boot and for
+# each phase; 600 by default), L2_CPU (QEMU -cpu of the guests; host,-svm
+# by default).
 set -eu
 n=${1:?guests} d=${2:-1}
 ip link set lo up
@@ -19,6 +27,7 @@ faults=/sys/kernel/debug/asi/faults
 [ -w $faults ] && echo 0 >$faults
 rc=0
 l2mon -n "$n" -k /l2/bzImage -i /l2/initramfs.cpio -m 96 -t "${L2_TIMEOUT:-600}" \
+	-P "warmup:touch" \
 	-P "disk-read:read /dev/vda 65536 $((256 / d))" \
 	-P "disk-write:write /dev/vda 65536 $((256 / d))" \
 	-P "disk-randread:randread /dev/vda 4096 $((1024 / d))" \
@@ -26,7 +35,7 @@ l2mon -n "$n" -k /l2/bzImage -i /l2/initramfs.cpio -m 96 -t "${L2_TIMEOUT:-600}"
 	-P "net-send:send 10.0.2.255 9 1400 $((4096 / d))" \
 	-P "compute:spin $((200 / d))" \
 	-- qemu-system-x86_64 -M microvm,x-option-roms=off,pit=off,pic=off,rtc=off \
-	-enable-kvm -cpu host,-svm -smp 1 -nodefaults -no-user-config \
+	-enable-kvm -cpu "${L2_CPU:-host,-svm}" -smp 1 -nodefaults -no-user-config \
 	-display none -no-reboot -L /usr/share/qemu || rc=$?
 # Where the fallbacks of the whole run came from, most frequent first.
 if [ -r $faults ]; then

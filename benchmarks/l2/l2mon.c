@@ -7,8 +7,9 @@
  *         -P NAME:L2IO-ARGS [-P ...] -- QEMU [QEMU-ARGS...]
  *
  * Starts GUESTS copies of QEMU (QEMU-ARGS plus a console on stdio, the
- * guest's own disk /tmp/l2mon/disk-I and a virtio-net device whose frames
- * go as UDP datagrams to l2mon's sink socket), waits until every guest
+ * guest's own disk /tmp/l2mon/disk-I, a human monitor on the unix socket
+ * /tmp/l2mon/mon-I and a virtio-net device whose frames go as UDP
+ * datagrams to l2mon's sink socket), waits until every guest
  * says "l2: ready", then runs the phases in order on all guests at once:
  * it sends "run NAME ARGS" to every console and waits until each answers
  * "l2: done NAME". Per phase it prints one line
@@ -23,7 +24,13 @@
  * deltas of KVM's statistics in /sys/kernel/debug/kvm (0 where a counter
  * does not exist, as with ASI compiled out). frames counts the network
  * frames the sink received. Exits 1 on a guest that fails, dies or does
- * not answer in time (its console's last lines are printed).
+ * not answer in time (its console's last lines are printed). For each
+ * guest that does not answer in time, l2mon first asks its monitor twice,
+ * 2 s apart, for "info registers", "x/6i $pc" and "x/48gx $sp" and prints
+ * the answers as "l2mon: guest I: regs|code|stack: ..." lines (the
+ * FPU and vector registers left out), so that one sees where the guest's
+ * vCPU is and whether RIP moves; a monitor that does not answer in 5 s is
+ * reported as such (a vCPU stuck in KVM_RUN blocks "info registers").
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -38,6 +45,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -216,6 +224,152 @@ static void pump(int ms)
 	}
 }
 
+/*
+ * Read what the monitor @fd says up to its "(qemu) " prompt into @buf (the
+ * prompt cut off); at most 5 s. Returns 0, or -1 without a prompt.
+ */
+static int mon_read(int fd, char *buf, size_t size)
+{
+	uint64_t end = mono_ns() + 5000000000ull;
+	size_t len = 0;
+	char *prompt;
+
+	buf[0] = 0;
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		uint64_t now = mono_ns();
+		ssize_t r;
+		int n;
+
+		if (now >= end || len == size - 1)
+			return -1;
+		n = poll(&p, 1, (end - now) / 1000000 + 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		r = read(fd, buf + len, size - 1 - len);
+		if (r <= 0)
+			return -1;
+		len += r;
+		buf[len] = 0;
+		prompt = strstr(buf, "(qemu) ");
+		if (prompt) {
+			*prompt = 0;
+			return 0;
+		}
+	}
+}
+
+/*
+ * Print the monitor's answer @s to @cmd line by line as "l2mon: guest G:
+ * TAG: LINE", without the terminal escapes, the echo of @cmd and the FPU
+ * and vector registers.
+ */
+static void mon_print(int g, const char *tag, const char *s, const char *cmd)
+{
+	static const char *const skip[] = { "FPR", "XMM", "YMM", "ZMM", "Opmask" };
+	char l[256];
+	size_t n = 0, i;
+
+	for (;; s++) {
+		if (*s == '\033') {
+			/* ESC [ parameters final-byte, as readline's echo has */
+			if (s[1] == '[')
+				for (s += 2; *s && (*s < 0x40 || *s > 0x7e); s++)
+					;
+			if (!*s)
+				break;
+			continue;
+		}
+		if (*s && *s != '\n') {
+			if (*s >= ' ' && *s < 0x7f && n < sizeof(l) - 1)
+				l[n++] = *s;
+			continue;
+		}
+		l[n] = 0;
+		for (i = 0; i < sizeof(skip) / sizeof(skip[0]); i++)
+			if (!strncmp(l, skip[i], strlen(skip[i])))
+				break;
+		if (n && !strstr(l, cmd) && i == sizeof(skip) / sizeof(skip[0]))
+			printf("l2mon: guest %d: %s: %s\n", g, tag, l);
+		n = 0;
+		if (!*s)
+			break;
+	}
+}
+
+/* Send @cmd to the monitor @fd and print its answer; -1 without one. */
+static int mon_cmd(int g, int fd, const char *cmd, const char *tag)
+{
+	static char buf[16384];
+	char line[64];
+	int n, ret;
+
+	n = snprintf(line, sizeof(line), "%s\n", cmd);
+	if (send(fd, line, n, MSG_NOSIGNAL) != n) {
+		printf("l2mon: guest %d: %s: monitor write: %s\n", g, tag,
+		       strerror(errno));
+		return -1;
+	}
+	ret = mon_read(fd, buf, sizeof(buf));
+	mon_print(g, tag, buf, cmd);
+	if (ret)
+		printf("l2mon: guest %d: %s: no answer to \"%s\" in 5 s\n", g, tag, cmd);
+	return ret;
+}
+
+/* Where guest @g's vCPU is, from its monitor; -1 if that does not answer. */
+static int mon_dump(int g)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	char banner[1024];
+	int fd, ret = -1;
+
+	snprintf(sun.sun_path, sizeof(sun.sun_path), DIR "/mon-%d", g);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (void *)&sun, sizeof(sun))) {
+		printf("l2mon: guest %d: regs: monitor %s: %s\n", g, sun.sun_path,
+		       strerror(errno));
+		goto out;
+	}
+	if (mon_read(fd, banner, sizeof(banner))) {
+		printf("l2mon: guest %d: regs: no monitor prompt in 5 s\n", g);
+		goto out;
+	}
+	/* The stack's words, for return addresses to look up in System.map. */
+	if (!mon_cmd(g, fd, "info registers", "regs") &&
+	    !mon_cmd(g, fd, "x/6i $pc", "code") &&
+	    !mon_cmd(g, fd, "x/48gx $sp", "stack"))
+		ret = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
+/*
+ * The registers and code of every guest not in @state, twice, 2 s apart:
+ * does RIP move? A monitor that did not answer the first time is stuck
+ * and not asked again.
+ */
+static void mon_dump_all(int state)
+{
+	int stuck[MAX_GUESTS] = { 0 };
+	int k, i;
+
+	for (k = 1; k <= 2; k++) {
+		if (k > 1)
+			sleep(2);
+		for (i = 0; i < nguests; i++) {
+			if (guests[i].state == state || guests[i].pid <= 0 || stuck[i])
+				continue;
+			printf("l2mon: guest %d: monitor, sample %d of 2:\n", i, k);
+			stuck[i] = mon_dump(i);
+		}
+	}
+}
+
 static void wait_all(int state, int timeout_s, const char *what)
 {
 	uint64_t end = mono_ns() + timeout_s * 1000000000ull;
@@ -226,9 +380,13 @@ static void wait_all(int state, int timeout_s, const char *what)
 			left += guests[i].state != state;
 		if (!left)
 			return;
-		if (mono_ns() > end)
+		if (mono_ns() > end) {
+			printf("l2mon: %d of %d guests not %s after %d s, asking their monitors\n",
+			       left, nguests, what, timeout_s);
+			mon_dump_all(state);
 			die("%d of %d guests not %s after %d s", left, nguests, what,
 			    timeout_s);
+		}
 		pump(1000);
 	}
 }
@@ -245,6 +403,7 @@ static void start(int g, char **qemu, const char *kernel, const char *initrd,
 		  int mib)
 {
 	char mem[16], disk[96], drive[160], net[128], mac[64], append[128];
+	char mon[128];
 	int in[2], out[2], fd;
 	char *argv[64];
 	int n = 0;
@@ -261,6 +420,7 @@ static void start(int g, char **qemu, const char *kernel, const char *initrd,
 		 SINK_PORT, SINK_PORT + 1 + g);
 	snprintf(mac, sizeof(mac), "virtio-net-device,netdev=n0,mac=52:54:00:12:34:%02x", g);
 	snprintf(append, sizeof(append), "console=ttyS0 quiet asi=off l2.id=%d", g);
+	snprintf(mon, sizeof(mon), "unix:" DIR "/mon-%d,server=on,wait=off", g);
 
 	while (*qemu && n < 40)
 		argv[n++] = *qemu++;
@@ -274,6 +434,8 @@ static void start(int g, char **qemu, const char *kernel, const char *initrd,
 	argv[n++] = append;
 	argv[n++] = "-serial";
 	argv[n++] = "stdio";
+	argv[n++] = "-monitor";
+	argv[n++] = mon;
 	argv[n++] = "-drive";
 	argv[n++] = drive;
 	argv[n++] = "-device";

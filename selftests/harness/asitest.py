@@ -79,8 +79,10 @@ class Boot:
     """One run of QEMU on a kernel and an initramfs."""
 
     def __init__(self, name, kernel, initrd, append, logdir, timeout=900,
-                 idle_timeout=300, smp=2, mem="4G", qemu_extra=(), cpu="max"):
+                 idle_timeout=300, smp=2, mem="4G", qemu_extra=(), cpu="max",
+                 accel="tcg,thread=single"):
         self.name = name
+        self.accel = accel
         self.kernel = kernel
         self.initrd = initrd
         self.append = BASE_APPEND + tsc_append() + " " + append
@@ -98,7 +100,7 @@ class Boot:
         self.seconds = 0.0
 
     def cmd(self):
-        return ["qemu-system-x86_64", "-M", "q35", "-accel", "tcg,thread=single",
+        return ["qemu-system-x86_64", "-M", "q35", "-accel", self.accel,
                 "-cpu", self.cpu, "-smp", str(self.smp), "-m", self.mem,
                 "-nographic", "-no-reboot", "-nodefaults", "-serial", "stdio",
                 "-kernel", self.kernel, "-initrd", self.initrd,
@@ -452,7 +454,7 @@ def cmd_boot(args):
     args.logdir = args.logdir or os.path.join(LOGS, "boot")
     b = Boot(args.name, args.kernel, args.initrd, args.append, args.logdir,
              timeout=args.timeout, idle_timeout=args.idle_timeout,
-             smp=args.smp, mem=args.mem).run()
+             smp=args.smp, mem=args.mem, accel=args.accel).run()
     if args.show:
         print("\n".join(l for l in b.lines if l.startswith(args.show)))
     print(b.report())
@@ -480,6 +482,8 @@ def main():
     b.add_argument("--timeout", type=int, default=900)
     b.add_argument("--idle-timeout", type=int, default=300)
     b.add_argument("--smp", type=int, default=2)
+    b.add_argument("--accel", default="tcg,thread=single",
+                   help="QEMU -accel (default: single-threaded TCG)")
     b.add_argument("--mem", default="4G")
     b.add_argument("--show", metavar="PREFIX",
                    help="print console lines starting with PREFIX")
