@@ -47,6 +47,7 @@ OUT = asitest.OUT
 # add cpu_ms, wall_ms, ops, frames and l2_ms); ns is the figure compared.
 BENCH = re.compile(r"^bench: (\S+) (ns=.*)$")
 FIELDS = ("ns", "exits", "enters", "fallbacks", "flushes", "skipped")
+NUMBER = re.compile(r"(\w+)=(\d+(?:\.\d+)?)")
 VARIANTS = [
     # name, kernel configuration, command line
     ("asi=off", "default", "asi=off"),
@@ -85,7 +86,9 @@ def one_boot(variant, config, append, clock, rep, logdir, attempt=0):
     for line in b.lines:
         m = BENCH.search(asitest.PRINTK_TIME.sub("", line))
         if m:
-            kv = dict(f.split("=", 1) for f in m.group(2).split() if "=" in f)
+            # A kernel message can land in the middle of the line (the
+            # console is shared): take each field's leading number only.
+            kv = {k: v for k, v in NUMBER.findall(m.group(2))}
             if not all(k in kv for k in FIELDS):
                 continue
             samples[m.group(1)] = {k: float(v) if "." in v or k == "ns" else int(v)
