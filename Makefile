@@ -8,7 +8,7 @@ S := scripts
 
 .PHONY: all tree refresh kernel kernel-modules kernel-noasi selftests image \
 	check check-full check-modules demo clean distclean help tools-test \
-	series verify-series stress kernel-debug image-debug check-debug image-bench bench bench-quick
+	series verify-series stress kernel-debug image-debug check-debug image-bench bench bench-quick bench-l2-12
 
 all: image
 
@@ -27,6 +27,7 @@ help:
 	@echo "make check-debug   the debug kernel (lockdep, KASAN, kmemleak, fault injection): asi=on"
 	@echo "make bench         asi=off / asi=on / compiled out, side by side, 5 repetitions"
 	@echo "make bench-quick   the same, one repetition"
+	@echo "make bench-l2-12   twelve L2 guests at once, asi=off / asi=on / compiled out, 3 repetitions"
 	@echo "make stress        the long stress run (make check runs its short form)"
 	@echo "make series        write the upstream series with its cover letter to out/series/"
 	@echo "make verify-series check it: applies, checkpatch, sign-offs, every commit builds"
@@ -76,6 +77,9 @@ bench: image-bench kernel-noasi
 
 bench-quick: image-bench kernel-noasi
 	@$(S)/bench.sh --quick
+
+bench-l2-12: image-bench kernel-noasi
+	@$(S)/bench.sh --clocks realtime --plan bench-l2-12 --reps 3
 
 stress: image
 	@python3 selftests/harness/asitest.py check --plan stress
