@@ -183,7 +183,7 @@ def markdown(table, meta):
                   "operation. Counters: restricted-table entries per VM exit, "
                   "fallback faults per 1,000 exits, flushes done / skipped, summed "
                   "over the asi=on boots.", "",
-                  "| workload | asi=off median (min-max) | asi=on median (min-max) | "
+                  "| workload | asi=off median (min-max, n) | asi=on median (min-max, n) | "
                   "on/off | on/off per pair (min-max) | compiled-out median | off/compiled-out | "
                   "enters/exit (on) | fallbacks/1000 exits (on) | flushes done/skipped (on) |",
                   "|---|---|---|---|---|---|---|---|---|---|"]
@@ -194,7 +194,7 @@ def markdown(table, meta):
                 if v in per:
                     m, lo, hi = stats([s["ns"] for s in per[v]])
                     med[v] = m
-                    cells.append(f"{m:.0f} ({lo:.0f}-{hi:.0f})")
+                    cells.append(f"{m:.0f} ({lo:.0f}-{hi:.0f}, n={len(per[v])})")
                 else:
                     cells.append("-")
             cells.append(f"{med['asi=on'] / med['asi=off']:.3f}"
@@ -262,15 +262,38 @@ plot '{data}' using 2:xtic(1) title columnheader(2)""" + "".join(
     return path if os.path.exists(path) else None
 
 
+def render(path):
+    """The .md and .svg of a results file, from its samples (same names)."""
+    with open(path) as f:
+        res = json.load(f)
+    meta, runs = res["meta"], res["runs"]
+    for r in runs:
+        r.setdefault("kernel_ok", r.get("ok", False))
+    table = summarize(runs, meta["clocks"])
+    meta["failed_boots"] = [f"{r['boot']}: {r.get('verdict') or 'no bench lines'}"
+                            for r in runs if not r["ok"]]
+    base = path[:-len(".json")]
+    md = markdown(table, meta)
+    svg = plot(table, base + ".svg")
+    with open(base + ".md", "w") as f:
+        f.write(md + ("\n![overhead](" + os.path.basename(svg) + ")\n" if svg else ""))
+    print(md)
+    return 0
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="one repetition of each")
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--clocks", default="realtime,icount")
+    p.add_argument("--render", metavar="JSON",
+                   help="only write the table and plot of an earlier run's results file")
     p.add_argument("--plan", help="run this plan instead of each clock's own "
                    "(e.g. bench-l2-12); the results file is named after it")
     args = p.parse_args()
+    if args.render:
+        return render(args.render)
     reps = 1 if args.quick else args.reps
     clocks = [c for c in args.clocks.split(",") if c]
     for c in clocks:
