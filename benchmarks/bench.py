@@ -159,9 +159,11 @@ def seed_table(table):
             off = statistics.median([s["ns"] for s in w["asi=off"]])
             on = statistics.median([s["ns"] for s in w["asi=on"]])
             pairs = pair_ratios(w)
-            lines.append(f"| {label} | {guests} | {off:.0f} | {on:.0f} | "
-                         f"{100 * (on / off - 1):+.1f} % | "
-                         f"{100 * (min(pairs) - 1):+.1f} to {100 * (max(pairs) - 1):+.1f} % | "
+            spread = (f"{100 * (min(pairs) - 1):+.1f} to {100 * (max(pairs) - 1):+.1f} % "
+                      f"({len(pairs)})" if pairs else "no pair")
+            lines.append(f"| {label} | {guests} | {off:.0f} (n={len(w['asi=off'])}) | "
+                         f"{on:.0f} (n={len(w['asi=on'])}) | "
+                         f"{100 * (on / off - 1):+.1f} % | {spread} | "
                          f"+{SEED[label][idx]} % |")
     return lines + [""]
 
