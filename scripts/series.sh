@@ -153,7 +153,7 @@ numbers() {
 		echo "From docs/performance.md (QEMU TCG; see there for what an emulated"
 		echo "machine cannot show):"
 		echo
-		awk '/^\| /{print; n=1; next} n{exit}' "$perf"
+		awk '/^\|/{print; n=1; next} n{exit}' "$perf"
 	else
 		echo "No benchmark run is recorded yet (docs/performance.md)."
 	fi
