@@ -27,6 +27,9 @@
  *   which in-kernel PIO and MMIO exits go through. The buses are
  *   replaced on every device registration: the new one is mapped before
  *   it is installed, the old one unmapped before it is freed.
+ * - the TDP MMU's page tables, their kvm_mmu_page headers and their struct
+ *   pages, from a pool of blocks of whole memory map pages (see below),
+ *   which MMIO and NPT faults walk.
  *
  * Everything else KVM touches on the restricted table falls back to the
  * full table; the per-vCPU and per-VM statistics and the VM's debugfs
@@ -87,6 +90,215 @@ static int kvm_asi_map_srcu(struct asi *asi, struct srcu_struct *ssp,
 	return 0;
 }
 
+/*
+ * The TDP MMU's pages. Every exit that looks a guest physical address up
+ * in the TDP MMU (an MMIO fault the MMIO cache misses, an NPT fault) walks
+ * the VM's page-table pages, and finds each page's struct kvm_mmu_page
+ * through the page's struct page (page_private()). For that walk to run
+ * on the restricted table, all three must be mapped, and none of them may
+ * share a page with anyone else's data; but a struct page shares its page
+ * of the memory map with the struct pages of its neighbours in physical
+ * memory (63 of them, with 64-byte struct pages).
+ *
+ * So with ASI on the TDP MMU takes its pages from a per-VM pool, filled in
+ * naturally aligned blocks of as many pages as one page of the memory map
+ * describes: a block and the memory map page that describes it belong to
+ * the VM alone, and both are mapped when the block is allocated. A
+ * kvm_mmu_page takes two pages of the pool, its header and its page
+ * table. Freed pages go back to the pool, zeroed; blocks are unmapped and
+ * freed with the VM. When the pool is empty or no block can be had
+ * (fragmented memory), the MMU uses its ordinary caches: correct, but a
+ * walk through those pages falls back. The VM's asi/mmu_pages debugfs file
+ * counts both.
+ */
+#define KVM_ASI_PT_BLOCK_PAGES	(PAGE_SIZE / sizeof(struct page))
+#define KVM_ASI_PT_BLOCK_ORDER	ilog2(KVM_ASI_PT_BLOCK_PAGES)
+
+/* A block of the pool; on kvm->arch.asi_pt_pool.blocks, under asi_lock. */
+struct kvm_asi_pt_block {
+	struct list_head list;
+	struct page *page;
+};
+
+/*
+ * A block's struct pages fill whole pages of the memory map only with a
+ * virtually mapped memory map and a struct page size that divides the
+ * page size.
+ */
+static bool kvm_asi_pt_possible(void)
+{
+	return IS_ENABLED(CONFIG_SPARSEMEM_VMEMMAP) &&
+	       PAGE_SIZE % sizeof(struct page) == 0 &&
+	       is_power_of_2(KVM_ASI_PT_BLOCK_PAGES);
+}
+
+static void kvm_asi_pt_init(struct kvm_asi_pt_pool *pool)
+{
+	spin_lock_init(&pool->lock);
+	INIT_LIST_HEAD(&pool->free);
+	INIT_LIST_HEAD(&pool->blocks);
+	pool->nr_free = 0;
+	pool->nr_pages = 0;
+	pool->misses = 0;
+}
+
+/* Add a block to the pool; nothing is left behind when it fails. */
+static int kvm_asi_pt_grow(struct kvm *kvm)
+{
+	struct kvm_asi_pt_pool *pool = &kvm->arch.asi_pt_pool;
+	struct asi *asi = kvm->arch.asi;
+	struct kvm_asi_pt_block *block;
+	unsigned long flags, i;
+	struct page *page;
+	int err = -ENOMEM;
+
+	lockdep_assert_held(&kvm->arch.asi_lock);
+	block = kmalloc(sizeof(*block), GFP_KERNEL_ACCOUNT);
+	if (!block)
+		return -ENOMEM;
+	page = alloc_pages(GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_NOWARN | __GFP_NORETRY,
+			   KVM_ASI_PT_BLOCK_ORDER);
+	if (!page)
+		goto err_free_block;
+	/* Not page-aligned, it would map other pages' struct pages. */
+	err = -EINVAL;
+	if (WARN_ON_ONCE(!PAGE_ALIGNED(page)))
+		goto err_free_pages;
+	err = asi_map(asi, page_address(page), PAGE_SIZE << KVM_ASI_PT_BLOCK_ORDER,
+		      "MMU pages");
+	if (err)
+		goto err_free_pages;
+	err = asi_map(asi, page, sizeof(*page) << KVM_ASI_PT_BLOCK_ORDER,
+		      "MMU pages' struct pages");
+	if (err)
+		goto err_unmap;
+
+	/* Pages of their own: they go back to the pool one by one. */
+	split_page(page, KVM_ASI_PT_BLOCK_ORDER);
+	block->page = page;
+	list_add(&block->list, &pool->blocks);
+	spin_lock_irqsave(&pool->lock, flags);
+	for (i = 0; i < KVM_ASI_PT_BLOCK_PAGES; i++)
+		list_add_tail(page_address(page + i), &pool->free);
+	pool->nr_free += KVM_ASI_PT_BLOCK_PAGES;
+	pool->nr_pages += KVM_ASI_PT_BLOCK_PAGES;
+	spin_unlock_irqrestore(&pool->lock, flags);
+	return 0;
+
+err_unmap:
+	asi_unmap(asi, page_address(page), PAGE_SIZE << KVM_ASI_PT_BLOCK_ORDER);
+err_free_pages:
+	__free_pages(page, KVM_ASI_PT_BLOCK_ORDER);
+err_free_block:
+	kfree(block);
+	return err;
+}
+
+/*
+ * Unmap and free every block. The MMU is gone: every page must be back.
+ * One that is not is still in use, and is leaked rather than freed.
+ */
+static void kvm_asi_pt_destroy(struct kvm *kvm, struct asi *asi)
+{
+	struct kvm_asi_pt_pool *pool = &kvm->arch.asi_pt_pool;
+	struct kvm_asi_pt_block *block, *tmp;
+	bool leak;
+	unsigned long i;
+
+	leak = WARN_ON_ONCE(pool->nr_free != pool->nr_pages);
+	list_for_each_entry_safe(block, tmp, &pool->blocks, list) {
+		asi_unmap(asi, block->page, sizeof(*block->page) << KVM_ASI_PT_BLOCK_ORDER);
+		asi_unmap(asi, page_address(block->page), PAGE_SIZE << KVM_ASI_PT_BLOCK_ORDER);
+		for (i = 0; !leak && i < KVM_ASI_PT_BLOCK_PAGES; i++)
+			__free_page(block->page + i);
+		list_del(&block->list);
+		kfree(block);
+	}
+	INIT_LIST_HEAD(&pool->free);
+	pool->nr_free = 0;
+	pool->nr_pages = 0;
+}
+
+/**
+ * kvm_asi_pt_topup() - make sure the VM's MMU page pool holds enough pages
+ * @kvm: the VM
+ * @min: how many free pages the next page fault may take
+ *
+ * Called where the MMU tops up its caches, before it takes mmu_lock. A
+ * pool that cannot grow is no error: the MMU's ordinary caches serve
+ * then. A no-op with ASI off. Can sleep.
+ */
+void kvm_asi_pt_topup(struct kvm *kvm, unsigned int min)
+{
+	struct kvm_asi_pt_pool *pool = &kvm->arch.asi_pt_pool;
+
+	if (!kvm->arch.asi || !kvm_asi_pt_possible() || READ_ONCE(pool->nr_free) >= min)
+		return;
+	mutex_lock(&kvm->arch.asi_lock);
+	while (READ_ONCE(pool->nr_free) < min && !kvm_asi_pt_grow(kvm))
+		;
+	mutex_unlock(&kvm->arch.asi_lock);
+}
+
+/**
+ * kvm_asi_pt_alloc() - take pages mapped into the VM's domain
+ * @kvm: the VM
+ * @pages: where to store them
+ * @n: how many: all of them or none
+ *
+ * For the TDP MMU's page tables and their headers, under mmu_lock and RCU,
+ * on the VM's restricted table. The pages are zeroed.
+ *
+ * Return: the pool, to give the pages back to with kvm_asi_pt_free(); NULL
+ * (and no pages) with ASI off or when the pool holds fewer than @n.
+ */
+struct kvm_asi_pt_pool *kvm_asi_pt_alloc(struct kvm *kvm, void **pages, unsigned int n)
+{
+	struct kvm_asi_pt_pool *pool = &kvm->arch.asi_pt_pool;
+	struct list_head *p;
+	unsigned long flags;
+	unsigned int i;
+
+	if (!asi_enabled() || !kvm->arch.asi)
+		return NULL;
+	spin_lock_irqsave(&pool->lock, flags);
+	if (pool->nr_free < n) {
+		pool->misses++;
+		spin_unlock_irqrestore(&pool->lock, flags);
+		return NULL;
+	}
+	for (i = 0; i < n; i++) {
+		p = pool->free.next;
+		list_del(p);
+		/* The rest of the page was cleared when it was freed. */
+		memset(p, 0, sizeof(*p));
+		pages[i] = p;
+	}
+	pool->nr_free -= n;
+	spin_unlock_irqrestore(&pool->lock, flags);
+	return pool;
+}
+
+/**
+ * kvm_asi_pt_free() - give a page back to its pool
+ * @pool: kvm_asi_pt_alloc()'s return value
+ * @page: one of the pages it gave
+ *
+ * Clears the page (and its page_private()): what the MMU left in it stays
+ * behind in no page. Any context; the page stays mapped in the domain.
+ */
+void kvm_asi_pt_free(struct kvm_asi_pt_pool *pool, void *page)
+{
+	unsigned long flags;
+
+	set_page_private(virt_to_page(page), 0);
+	clear_page(page);
+	spin_lock_irqsave(&pool->lock, flags);
+	list_add(page, &pool->free);
+	pool->nr_free++;
+	spin_unlock_irqrestore(&pool->lock, flags);
+}
+
 /* The buses kvm_create_vm() made, before the domain existed. */
 static int kvm_asi_map_buses(struct kvm *kvm, struct asi *asi)
 {
@@ -124,6 +336,7 @@ int kvm_asi_init_vm(struct kvm *kvm)
 
 	mutex_init(&kvm->arch.asi_lock);
 	INIT_LIST_HEAD(&kvm->arch.asi_stacks);
+	kvm_asi_pt_init(&kvm->arch.asi_pt_pool);
 	if (!asi_enabled())
 		return 0;
 
@@ -177,6 +390,7 @@ void kvm_asi_destroy_vm(struct kvm *kvm)
 		return;
 	WARN_ON_ONCE(!list_empty(&kvm->arch.asi_stacks));
 	kvm->arch.asi = NULL;
+	kvm_asi_pt_destroy(kvm, asi);
 	kvm_asi_unmap_srcu(asi, &kvm->irq_srcu, nr_cpu_ids);
 	kvm_asi_unmap_srcu(asi, &kvm->srcu, nr_cpu_ids);
 	asi_unmap(asi, kvm, kvm_x86_ops.vm_size);
@@ -587,6 +801,19 @@ static int kvm_asi_mappings_show(struct seq_file *m, void *v)
 	return 0;
 }
 
+/* The VM's MMU page pool: pages in it, free, and allocations it missed. */
+static int kvm_asi_mmu_pages_show(struct seq_file *m, void *v)
+{
+	struct kvm_asi_pt_pool *pool = &((struct kvm *)m->private)->arch.asi_pt_pool;
+	unsigned long flags;
+
+	spin_lock_irqsave(&pool->lock, flags);
+	seq_printf(m, "pages: %u\nfree: %u\nmisses: %lu\n",
+		   pool->nr_pages, pool->nr_free, pool->misses);
+	spin_unlock_irqrestore(&pool->lock, flags);
+	return 0;
+}
+
 static int kvm_asi_pagetable_show(struct seq_file *m, void *v)
 {
 	struct kvm *kvm = m->private;
@@ -624,6 +851,11 @@ static int kvm_asi_pagetable_open(struct inode *inode, struct file *file)
 	return kvm_asi_single_open(inode, file, kvm_asi_pagetable_show);
 }
 
+static int kvm_asi_mmu_pages_open(struct inode *inode, struct file *file)
+{
+	return kvm_asi_single_open(inode, file, kvm_asi_mmu_pages_show);
+}
+
 static int kvm_asi_release(struct inode *inode, struct file *file)
 {
 	kvm_put_kvm(inode->i_private);
@@ -651,6 +883,14 @@ static const struct file_operations kvm_asi_faults_fops = {
 static const struct file_operations kvm_asi_mappings_fops = {
 	.owner		= THIS_MODULE,
 	.open		= kvm_asi_mappings_open,
+	.read		= seq_read,
+	.llseek		= seq_lseek,
+	.release	= kvm_asi_release,
+};
+
+static const struct file_operations kvm_asi_mmu_pages_fops = {
+	.owner		= THIS_MODULE,
+	.open		= kvm_asi_mmu_pages_open,
 	.read		= seq_read,
 	.llseek		= seq_lseek,
 	.release	= kvm_asi_release,
@@ -751,7 +991,9 @@ static const struct file_operations kvm_asi_plant_fops = {
  * asi/faults: the VM's fallback faults by site (see asi_fault_log_show());
  * writing 0 resets them. asi/mappings: what the VM's domain maps and why
  * (asi_mappings_show()). asi/pagetable: its restricted table in ptdump's
- * format (asi_pagetable_show()). asi/plant: a test hook (see above).
+ * format (asi_pagetable_show()). asi/mmu_pages: the TDP MMU's page pool
+ * (pages, free, allocations it could not serve). asi/plant: a test hook
+ * (see above).
  */
 void kvm_asi_create_vm_debugfs(struct kvm *kvm)
 {
@@ -763,6 +1005,7 @@ void kvm_asi_create_vm_debugfs(struct kvm *kvm)
 	debugfs_create_file("faults", 0600, dir, kvm, &kvm_asi_faults_fops);
 	debugfs_create_file("mappings", 0400, dir, kvm, &kvm_asi_mappings_fops);
 	debugfs_create_file("pagetable", 0400, dir, kvm, &kvm_asi_pagetable_fops);
+	debugfs_create_file("mmu_pages", 0400, dir, kvm, &kvm_asi_mmu_pages_fops);
 #ifdef CONFIG_MITIGATION_ADDRESS_SPACE_ISOLATION_KUNIT_TEST
 	debugfs_create_file("plant", 0200, dir, kvm, &kvm_asi_plant_fops);
 #endif

@@ -36,6 +36,9 @@ void kvm_asi_vcpu_run_end(struct kvm_vcpu *vcpu);
 void kvm_asi_vcpu_load(struct kvm_vcpu *vcpu);
 void kvm_asi_vcpu_put(struct kvm_vcpu *vcpu);
 void kvm_asi_vcpu_destroy(struct kvm_vcpu *vcpu);
+void kvm_asi_pt_topup(struct kvm *kvm, unsigned int min);
+struct kvm_asi_pt_pool *kvm_asi_pt_alloc(struct kvm *kvm, void **pages, unsigned int n);
+void kvm_asi_pt_free(struct kvm_asi_pt_pool *pool, void *page);
 
 /*
  * What may have been pulled into the caches while the full table was in
@@ -102,6 +105,14 @@ static inline void kvm_asi_vcpu_run_end(struct kvm_vcpu *vcpu) { }
 static inline void kvm_asi_vcpu_load(struct kvm_vcpu *vcpu) { }
 static inline void kvm_asi_vcpu_put(struct kvm_vcpu *vcpu) { }
 static inline void kvm_asi_vcpu_destroy(struct kvm_vcpu *vcpu) { }
+static inline void kvm_asi_pt_topup(struct kvm *kvm, unsigned int min) { }
+static inline struct kvm_asi_pt_pool *kvm_asi_pt_alloc(struct kvm *kvm,
+						       void **pages, unsigned int n)
+{
+	return NULL;
+}
+
+static inline void kvm_asi_pt_free(struct kvm_asi_pt_pool *pool, void *page) { }
 static __always_inline void kvm_asi_enter(struct kvm_vcpu *vcpu) { }
 
 #endif /* CONFIG_MITIGATION_ADDRESS_SPACE_ISOLATION */

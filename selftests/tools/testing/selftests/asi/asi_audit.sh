@@ -61,6 +61,24 @@ expect 1 "only in the full kernel map" "$pt" diff "$a" kernel
 expect 0 "^ *1 " "$pt" suggest "$ASI_DEBUGFS/faults"
 cat $out
 
+# The TDP MMU's pool: every running VM's page tables come from blocks
+# mapped as its own, with the memory map pages that describe them (the
+# audit above found no two VMs mapping the same page).
+for vm in "$@"; do
+	pages=$(awk '$1 == "pages:" { print $2 }' "$kvm/$vm/asi/mmu_pages" 2>/dev/null)
+	free=$(awk '$1 == "free:" { print $2 }' "$kvm/$vm/asi/mmu_pages" 2>/dev/null)
+	if [ "${pages:-0}" -eq 0 ] || [ "${free:-0}" -ge "$pages" ]; then
+		echo "FAIL: VM $vm: no page tables from its MMU pool:"
+		cat "$kvm/$vm/asi/mmu_pages"
+		fail=1
+	fi
+	grep -q "domain  *MMU pages' struct pages$" "$kvm/$vm/asi/mappings" || {
+		echo "FAIL: VM $vm maps no memory map page of its MMU pool"
+		fail=1
+	}
+done
+echo "MMU pools of $# VMs in use, memory map pages mapped"
+
 # The planted violation, for as long as the file stays open.
 exec 3>"$kvm/$a/asi/plant"
 echo "$b" >&3 || { echo "FAIL: planting $b's struct kvm into $a"; fail=1; }

@@ -45,6 +45,11 @@
 #define SYNC_FALLBACKS	0
 
 #define IOAPIC_GPA	0xfec00000ULL
+/*
+ * The xAPIC page: with the LAPIC in x2APIC mode, KVM's LAPIC device answers
+ * reads of it in the kernel (all ones: KVM_X86_QUIRK_LAPIC_MMIO_HOLE).
+ */
+#define XAPIC_VERSION_GPA	(APIC_DEFAULT_GPA + APIC_LVR)
 #define USER_PORT	0x80	/* no in-kernel device: KVM_EXIT_IO */
 #define PIC_PORT	0x21	/* the in-kernel PIC */
 
@@ -54,6 +59,7 @@ enum phase {
 	PHASE_MSR_WRITE,
 	PHASE_PIO_KERNEL,
 	PHASE_MMIO_KERNEL,
+	PHASE_MMIO_WALK,
 	PHASE_PIO_USER,
 	NR_PHASES,
 };
@@ -75,6 +81,7 @@ static const struct {
 	[PHASE_MSR_WRITE]	= { "msr_write",	true,	false },
 	[PHASE_PIO_KERNEL]	= { "pio_kernel",	true,	false },
 	[PHASE_MMIO_KERNEL]	= { "mmio_kernel",	true,	false },
+	[PHASE_MMIO_WALK]	= { "mmio_walk",	true,	false },
 	[PHASE_PIO_USER]	= { "pio_user",		true,	true },
 };
 
@@ -112,6 +119,17 @@ static void guest_phase(enum phase p, int n)
 			break;
 		case PHASE_MMIO_KERNEL:
 			(void)READ_ONCE(*(uint32_t *)IOAPIC_GPA);
+			break;
+		case PHASE_MMIO_WALK:
+			/*
+			 * Two pages in turn: KVM's one-entry MMIO cache misses
+			 * every time, and each exit walks the TDP MMU, as a
+			 * guest's exits to several MMIO devices do.
+			 */
+			if (i & 1)
+				(void)READ_ONCE(*(uint32_t *)IOAPIC_GPA);
+			else
+				(void)READ_ONCE(*(uint32_t *)XAPIC_VERSION_GPA);
 			break;
 		case PHASE_PIO_USER:
 			guest_outb(USER_PORT, 0);
@@ -287,6 +305,7 @@ int main(void)
 
 	vm = vm_create_with_one_vcpu(&vcpu, guest_code);
 	virt_map(vm, IOAPIC_GPA, IOAPIC_GPA, 1);
+	virt_map(vm, APIC_DEFAULT_GPA, APIC_DEFAULT_GPA, 1);
 	stats_open(&r, vcpu);
 
 	printf("ASI is %s; %d iterations per exit type after %d of warm-up\n",
