@@ -107,9 +107,9 @@ static int kvm_asi_map_srcu(struct asi *asi, struct srcu_struct *ssp,
  * kvm_mmu_page takes two pages of the pool, its header and its page
  * table. Freed pages go back to the pool, zeroed; blocks are unmapped and
  * freed with the VM. When the pool is empty or no block can be had
- * (fragmented memory), the MMU uses its ordinary caches: correct, but a
- * walk through those pages falls back. The VM's asi/mmu_pages debugfs file
- * counts both.
+ * without reclaim (fragmented memory), the MMU uses its ordinary caches:
+ * correct, but a walk through those pages falls back. The VM's
+ * asi/mmu_pages debugfs file counts both.
  */
 #define KVM_ASI_PT_BLOCK_PAGES	(PAGE_SIZE / sizeof(struct page))
 #define KVM_ASI_PT_BLOCK_ORDER	ilog2(KVM_ASI_PT_BLOCK_PAGES)
@@ -156,8 +156,12 @@ static int kvm_asi_pt_grow(struct kvm *kvm)
 	block = kmalloc(sizeof(*block), GFP_KERNEL_ACCOUNT);
 	if (!block)
 		return -ENOMEM;
-	page = alloc_pages(GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_NOWARN | __GFP_NORETRY,
-			   KVM_ASI_PT_BLOCK_ORDER);
+	/*
+	 * Opportunistic: no direct reclaim or compaction for a block (the
+	 * next page fault would wait for it), kswapd and kcompactd are woken.
+	 */
+	page = alloc_pages((GFP_KERNEL_ACCOUNT & ~__GFP_DIRECT_RECLAIM) | __GFP_ZERO |
+			   __GFP_NOWARN, KVM_ASI_PT_BLOCK_ORDER);
 	if (!page)
 		goto err_free_block;
 	/* Not page-aligned, it would map other pages' struct pages. */
@@ -232,7 +236,8 @@ void kvm_asi_pt_topup(struct kvm *kvm, unsigned int min)
 {
 	struct kvm_asi_pt_pool *pool = &kvm->arch.asi_pt_pool;
 
-	if (!kvm->arch.asi || !kvm_asi_pt_possible() || READ_ONCE(pool->nr_free) >= min)
+	if (!asi_enabled() || !kvm->arch.asi || !kvm_asi_pt_possible() ||
+	    READ_ONCE(pool->nr_free) >= min)
 		return;
 	mutex_lock(&kvm->arch.asi_lock);
 	while (READ_ONCE(pool->nr_free) < min && !kvm_asi_pt_grow(kvm))

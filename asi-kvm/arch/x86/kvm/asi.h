@@ -18,6 +18,8 @@
 #include <linux/kvm_host.h>
 #include <asm/nospec-branch.h>
 
+struct kvm_asi_pt_pool;
+
 #ifdef CONFIG_MITIGATION_ADDRESS_SPACE_ISOLATION
 
 int kvm_asi_init_vm(struct kvm *kvm);
