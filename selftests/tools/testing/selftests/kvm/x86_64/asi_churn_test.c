@@ -197,13 +197,20 @@ static bool write_file(const char *path, const char *val)
 	return ok;
 }
 
+/*
+ * /proc/thread-self/fail-nth, opened once: opening it allocates, and an
+ * open while a failure is armed and not yet consumed would take it.
+ * Reading and writing it allocate nothing.
+ */
+static int fail_nth_fd = -1;
+
 /* Make the @n-th fault-injection point of this thread fail (0: none). */
 static void fail_nth(int n)
 {
 	char buf[16];
+	int len = snprintf(buf, sizeof(buf), "%d", n);
 
-	snprintf(buf, sizeof(buf), "%d", n);
-	TEST_ASSERT(write_file("/proc/thread-self/fail-nth", buf),
+	TEST_ASSERT(pwrite(fail_nth_fd, buf, len, 0) == len,
 		    "writing /proc/thread-self/fail-nth");
 }
 
@@ -211,12 +218,10 @@ static void fail_nth(int n)
 static bool fail_injected(void)
 {
 	char buf[16] = "";
-	int fd = open("/proc/thread-self/fail-nth", O_RDONLY);
 	bool injected;
 
-	TEST_ASSERT(fd >= 0 && read(fd, buf, sizeof(buf) - 1) > 0,
+	TEST_ASSERT(pread(fail_nth_fd, buf, sizeof(buf) - 1, 0) > 0,
 		    "reading /proc/thread-self/fail-nth");
-	close(fd);
 	injected = atoi(buf) == 0;
 	fail_nth(0);
 	return injected;
@@ -236,7 +241,8 @@ static bool fault_injection_setup(void)
 	char path[128];
 	int i;
 
-	if (access("/proc/thread-self/fail-nth", W_OK))
+	fail_nth_fd = open("/proc/thread-self/fail-nth", O_RDWR);
+	if (fail_nth_fd < 0)
 		return false;
 	for (i = 0; i < ARRAY_SIZE(attrs); i++) {
 		snprintf(path, sizeof(path), "/sys/kernel/debug/%s", attrs[i][0]);
