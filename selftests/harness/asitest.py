@@ -36,7 +36,7 @@ FATAL = re.compile(r"Kernel panic - not syncing")
 # Lines that make a boot fail (the boot goes on so that results are kept).
 KERNEL_ERRORS = re.compile(
     r"(\bBUG: |\bOops\b|^\s*WARNING: |\bgeneral protection fault\b|"
-    r"\bkernel BUG at\b|\bUBSAN: |\bKASAN: |unreferenced object|"
+    r"\bkernel BUG at\b|\bUBSAN: |\bKASAN: |unreferenced object 0x|"
     r"INFO: task .* blocked for more than|detected stalls on CPUs|"
     r"\bsoft lockup\b|\bhard LOCKUP\b|\bdouble fault\b)")
 PRINTK_TIME = re.compile(r"^\[\s*\d+\.\d+\]\s?")
