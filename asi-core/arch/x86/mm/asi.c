@@ -1060,18 +1060,20 @@ EXPORT_SYMBOL_GPL(asi_pagetable_show);
  * watch (a VM-entry on a nohz_full CPU, the NMI entry before nmi_enter()):
  * an event is emitted only where RCU watches, else counted in
  * asi_cpu.trace_missed. Each costs a not-taken static branch while its
- * tracepoint is off.
+ * tracepoint is off. The test is inside the instrumentation region too:
+ * trace_*_enabled() is plain inline, and out of line in some
+ * configurations (the debug one).
  */
 #define asi_trace(event, ...)						\
 	do {								\
+		instrumentation_begin();				\
 		if (trace_##event##_enabled()) {			\
-			instrumentation_begin();			\
 			if (rcu_is_watching())				\
 				trace_##event(__VA_ARGS__);		\
 			else						\
 				this_cpu_inc(asi_cpu.trace_missed);	\
-			instrumentation_end();				\
 		}							\
+		instrumentation_end();					\
 	} while (0)
 
 /**
