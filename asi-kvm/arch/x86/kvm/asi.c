@@ -846,26 +846,33 @@ static int kvm_asi_faults_open(struct inode *inode, struct file *file)
 	return kvm_asi_single_open(inode, file, kvm_asi_faults_show);
 }
 
-static int kvm_asi_mappings_open(struct inode *inode, struct file *file)
-{
-	return kvm_asi_single_open(inode, file, kvm_asi_mappings_show);
-}
-
-static int kvm_asi_pagetable_open(struct inode *inode, struct file *file)
-{
-	return kvm_asi_single_open(inode, file, kvm_asi_pagetable_show);
-}
-
-static int kvm_asi_mmu_pages_open(struct inode *inode, struct file *file)
-{
-	return kvm_asi_single_open(inode, file, kvm_asi_mmu_pages_show);
-}
-
 static int kvm_asi_release(struct inode *inode, struct file *file)
 {
 	kvm_put_kvm(inode->i_private);
 	return single_release(inode, file);
 }
+
+/*
+ * A read-only file of the VM's asi/ folder: kvm_asi_NAME_fops shows
+ * kvm_asi_NAME_show(), with the VM pinned while the file is open.
+ */
+#define DEFINE_KVM_ASI_SHOW(name)					\
+static int kvm_asi_##name##_open(struct inode *inode, struct file *file) \
+{									\
+	return kvm_asi_single_open(inode, file, kvm_asi_##name##_show);	\
+}									\
+									\
+static const struct file_operations kvm_asi_##name##_fops = {		\
+	.owner		= THIS_MODULE,					\
+	.open		= kvm_asi_##name##_open,			\
+	.read		= seq_read,					\
+	.llseek		= seq_lseek,					\
+	.release	= kvm_asi_release,				\
+}
+
+DEFINE_KVM_ASI_SHOW(mappings);
+DEFINE_KVM_ASI_SHOW(pagetable);
+DEFINE_KVM_ASI_SHOW(mmu_pages);
 
 /* Writing 0 resets the VM's fault log. */
 static ssize_t kvm_asi_faults_write(struct file *file, const char __user *buf,
@@ -881,30 +888,6 @@ static const struct file_operations kvm_asi_faults_fops = {
 	.open		= kvm_asi_faults_open,
 	.read		= seq_read,
 	.write		= kvm_asi_faults_write,
-	.llseek		= seq_lseek,
-	.release	= kvm_asi_release,
-};
-
-static const struct file_operations kvm_asi_mappings_fops = {
-	.owner		= THIS_MODULE,
-	.open		= kvm_asi_mappings_open,
-	.read		= seq_read,
-	.llseek		= seq_lseek,
-	.release	= kvm_asi_release,
-};
-
-static const struct file_operations kvm_asi_mmu_pages_fops = {
-	.owner		= THIS_MODULE,
-	.open		= kvm_asi_mmu_pages_open,
-	.read		= seq_read,
-	.llseek		= seq_lseek,
-	.release	= kvm_asi_release,
-};
-
-static const struct file_operations kvm_asi_pagetable_fops = {
-	.owner		= THIS_MODULE,
-	.open		= kvm_asi_pagetable_open,
-	.read		= seq_read,
 	.llseek		= seq_lseek,
 	.release	= kvm_asi_release,
 };
