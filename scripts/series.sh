@@ -299,9 +299,10 @@ verify_series() {
 			echo "ok   builds: $subj (nothing the kernel build reads changed)"
 			continue
 		fi
+		local tc=$SECONDS
 		if build_commit "$c" "$log"; then
 			built=$((built + 1))
-			echo "ok   builds: $subj"
+			echo "ok   builds: $subj ($((SECONDS - tc)) s)"
 		else
 			echo "FAIL does not build: $subj (log: $log)"
 			grep -E 'error|Error' "$log" | head -10 | sed 's/^/       /'

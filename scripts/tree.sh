@@ -107,6 +107,10 @@ assemble() {
 }
 
 mkdir -p "$OUT"
+# One assembly at a time: .ci/run checks the series (whose 'make tree'
+# runs here too) while make check runs.
+exec 9>"$OUT/.tree.lock"
+flock 9
 need_pkgs "$SRCPKG" $BUILD_PKGS $RUN_PKGS
 if ! git -C "$SRC" rev-parse -q --verify refs/tags/pristine >/dev/null 2>&1; then
 	unpack

@@ -39,6 +39,9 @@ static __always_inline bool asi_handle_fault(struct pt_regs *regs,
 	return false;
 }
 
+static __always_inline void asi_invalidate_pcid(u16 asid) { }
+static __always_inline void asi_invalidate_pcid_all(void) { }
+
 static __always_inline struct asi *asi_current(void)
 {
 	return NULL;

@@ -8,8 +8,9 @@
  * the kernel's own entries, so a range backed by a large page in the kernel
  * map is split in the restricted table only; the kernel's page table is
  * only ever read (invariant 3 of the design). Entries copied into a domain
- * are never global, so no translation of one domain outlives a switch to
- * another.
+ * are never global, and where the CPU has PCIDs a domain's translations
+ * live under an ASI PCID that is flushed before another domain uses it, so
+ * no translation of one domain outlives a switch to another.
  *
  * Every mapped range is recorded with its owner in the domain's maple tree:
  * that is what debugfs shows, what asi_unmap() checks against and what
@@ -21,6 +22,7 @@
  */
 #define pr_fmt(fmt) "ASI: " fmt
 
+#include <kunit/visibility.h>
 #include <linux/asi.h>
 #include <linux/debugfs.h>
 #include <linux/kasan.h>
@@ -120,6 +122,7 @@ static LIST_HEAD(asi_domains);
 static DEFINE_MUTEX(asi_domains_lock);
 static DEFINE_MTREE(asi_allowlist);
 static atomic_t asi_next_id = ATOMIC_INIT(0);
+static atomic64_t asi_next_gen = ATOMIC64_INIT(0);
 
 /*
  * need_flush starts true: before its first entry a CPU has run only on the
@@ -214,8 +217,9 @@ static void asi_clear_ptes(struct asi *asi, unsigned long start, unsigned long e
 
 /*
  * Translations of a cleared range may still be cached by CPUs running on
- * @asi's table. They run with the kernel's PCID, so the ordinary kernel
- * range flush (all CPUs, current PCID) reaches them.
+ * @asi's table, or in an ASI PCID. The kernel range flush reaches every
+ * CPU, and with ASI on it marks every ASI PCID stale there (see
+ * flush_tlb_one_kernel()), or flushes all PCIDs at once.
  */
 static void asi_flush_range(unsigned long start, unsigned long end)
 {
@@ -818,6 +822,7 @@ struct asi *asi_create(const char *name)
 	mt_init(&asi->ranges);
 	strscpy(asi->name, name, sizeof(asi->name));
 	asi->id = atomic_inc_return(&asi_next_id);
+	asi->gen = atomic64_inc_return(&asi_next_gen);
 
 	mutex_lock(&asi_domains_lock);
 	err = asi_map_always(asi);
@@ -1076,20 +1081,138 @@ EXPORT_SYMBOL_GPL(asi_pagetable_show);
 		instrumentation_end();					\
 	} while (0)
 
+/*
+ * PCIDs (see asm/asi.h). A domain's table is loaded under the ASI PCID of
+ * the dynamic ASID slot of the mm this CPU runs: the slot's kernel PCID
+ * (slot + 1, as kern_pcid() in tlb.c has it) with ASI_PCID_BIT set. PTI's
+ * user PCIDs set bit 11, so the three kinds never meet. The restricted
+ * table shares the mm's user half, so its PCID belongs to the slot as the
+ * kernel PCID does: the TLB flush code marks it stale whenever it flushes
+ * the slot (asi_invalidate_pcid()) or a kernel range (all slots).
+ */
+static_assert(ASI_NR_PCIDS == TLB_NR_DYN_ASIDS);
+static_assert(ASI_PCID_BIT < X86_CR3_PTI_PCID_USER_BIT);
+static_assert(BIT(ASI_PCID_BIT) > TLB_NR_DYN_ASIDS);
+
+/*
+ * The CR3 value that loads @table (CR3 address bits) in place of @cr3, the
+ * full table's: under the ASI PCID of ASID slot @asid if @pcid, else with
+ * @cr3's low bits (PWT and PCD: 0). LAM bits are kept. Never CR3_NOFLUSH.
+ */
+static __always_inline unsigned long asi_table_cr3(unsigned long table, unsigned long cr3,
+						   bool pcid, u16 asid)
+{
+	if (!pcid)
+		return table | (cr3 & ~CR3_ADDR_MASK);
+	return table | (cr3 & ~(CR3_ADDR_MASK | CR3_PCID_MASK)) |
+	       ((asid + 1) | BIT(ASI_PCID_BIT));
+}
+
+/*
+ * Whether loading the table of the domain of generation @gen under the ASI
+ * PCID of slot @asid must flush that PCID: it held another domain's
+ * translations, or the TLB flush code marked it stale since. Notes that it
+ * holds @gen's from now on. Interrupts off.
+ */
+static __always_inline bool asi_pcid_claim(struct asi_cpu_state *st, u16 asid, u64 gen)
+{
+	bool flush = st->pcid_owner[asid] != gen || (st->pcid_stale & BIT(asid));
+
+	st->pcid_owner[asid] = gen;
+	st->pcid_stale &= ~BIT(asid);
+	return flush;
+}
+
+/* The ASID slot whose ASI PCID this CPU uses, or -1 without PCIDs. */
+static __always_inline int asi_pcid_slot(void)
+{
+	u16 asid;
+
+	if (!cpu_feature_enabled(X86_FEATURE_PCID))
+		return -1;
+	asid = this_cpu_read(cpu_tlbstate.loaded_mm_asid);
+	return asid < ASI_NR_PCIDS ? asid : -1;
+}
+
+/*
+ * CR3_NOFLUSH for the switch back to the full table, unless a TLB flush ran
+ * while this CPU was in a domain (and so perhaps on the ASI PCID instead of
+ * the full table's), or the CPU has no PCIDs.
+ */
+static __always_inline unsigned long asi_full_noflush(void)
+{
+	if (!cpu_feature_enabled(X86_FEATURE_PCID))
+		return 0;
+	return this_cpu_xchg(asi_cpu.full_stale, false) ? 0 : CR3_NOFLUSH;
+}
+
+/**
+ * __asi_invalidate_pcid() - the TLB flush code flushed an ASID slot's mm
+ * @asid: the dynamic ASID slot
+ *
+ * Called through asi_invalidate_pcid() wherever the TLB flush code flushes
+ * the kernel PCID of @asid, or a page of it, on this CPU: the slot's ASI
+ * PCID caches translations of the same user half, and is flushed at its
+ * next load. A flush run while this CPU is in a domain may have hit the
+ * ASI PCID rather than the full table's: the switch back flushes that.
+ */
+void __asi_invalidate_pcid(u16 asid)
+{
+	if (WARN_ON_ONCE(asid >= ASI_NR_PCIDS))
+		asid = 0;
+	this_cpu_or(asi_cpu.pcid_stale, BIT(asid));
+	if (this_cpu_read(asi_cpu.curr))
+		this_cpu_write(asi_cpu.full_stale, true);
+}
+
+/**
+ * __asi_invalidate_pcid_all() - the TLB flush code flushed a kernel range
+ *
+ * Called through asi_invalidate_pcid_all() when a kernel range is flushed
+ * on this CPU: every ASI PCID may cache it, and each is flushed at its next
+ * load; the full table's too, as above.
+ */
+void __asi_invalidate_pcid_all(void)
+{
+	this_cpu_or(asi_cpu.pcid_stale, BIT(ASI_NR_PCIDS) - 1);
+	if (this_cpu_read(asi_cpu.curr))
+		this_cpu_write(asi_cpu.full_stale, true);
+}
+
+#if IS_ENABLED(CONFIG_MITIGATION_ADDRESS_SPACE_ISOLATION_KUNIT_TEST)
+/* For the KUnit suite: the bookkeeping above, on a state of the test's. */
+unsigned long asi_test_table_cr3(unsigned long table, unsigned long cr3, bool pcid, u16 asid)
+{
+	return asi_table_cr3(table, cr3, pcid, asid);
+}
+EXPORT_SYMBOL_IF_KUNIT(asi_test_table_cr3);
+
+bool asi_test_pcid_claim(struct asi_cpu_state *st, u16 asid, u64 gen)
+{
+	return asi_pcid_claim(st, asid, gen);
+}
+EXPORT_SYMBOL_IF_KUNIT(asi_test_pcid_claim);
+#endif
+
 /**
  * asi_enter() - switch this CPU to a domain's restricted table
  * @asi: the domain
  *
  * From idle, or from relaxed on the same domain (after a fallback fault):
- * CR3 is loaded with @asi's table, flushing the PCID in use. A no-op if
- * the CPU already runs on it. Entering a second domain without leaving
- * the first is a bug: the first is left. Interrupts must be off (the
- * state belongs to this CPU until asi_exit()).
+ * CR3 is loaded with @asi's table. Without PCIDs that flushes the TLB.
+ * With PCIDs the table is loaded under the ASI PCID of the mm's ASID slot,
+ * and keeps its translations unless another domain used that PCID last or
+ * the TLB flush code marked it stale. A no-op if the CPU already runs on
+ * @asi's table. Entering a second domain without leaving the first is a
+ * bug: the first is left. Interrupts must be off (the state belongs to
+ * this CPU until asi_exit()).
  */
 noinstr void asi_enter(struct asi *asi)
 {
 	struct asi *curr = this_cpu_read(asi_cpu.curr);
 	unsigned long cr3 = __native_read_cr3();
+	unsigned long noflush = 0;
+	int slot;
 
 	if (curr == asi && cr3 == this_cpu_read(asi_cpu.curr_cr3))
 		return;
@@ -1099,19 +1222,29 @@ noinstr void asi_enter(struct asi *asi)
 		cr3 = __native_read_cr3();
 	}
 
+	slot = asi_pcid_slot();
 	if (curr != asi) {
 		/* Name the domain before CR3 holds its table. */
 		this_cpu_write(asi_cpu.full_cr3, cr3);
-		this_cpu_write(asi_cpu.curr_cr3, asi->cr3 | (cr3 & ~CR3_ADDR_MASK));
+		this_cpu_write(asi_cpu.curr_cr3,
+			       asi_table_cr3(asi->cr3, cr3, slot >= 0, slot));
 		this_cpu_write(asi_cpu.curr_id, asi->id);
 		this_cpu_write(asi_cpu.retry_ip, 0);
 		barrier();
 		this_cpu_write(asi_cpu.curr, asi);
 		barrier();
 	}
+	if (slot >= 0) {
+		if (asi_pcid_claim(raw_cpu_ptr(&asi_cpu), slot, asi->gen)) {
+			this_cpu_inc(asi_cpu.pcid_flushes);
+		} else {
+			this_cpu_inc(asi_cpu.pcid_kept);
+			noflush = CR3_NOFLUSH;
+		}
+	}
 	this_cpu_inc(asi_cpu.enters);
 	asi_trace(asi_enter, asi->id);
-	native_write_cr3(this_cpu_read(asi_cpu.curr_cr3));
+	native_write_cr3(this_cpu_read(asi_cpu.curr_cr3) | noflush);
 }
 EXPORT_SYMBOL_GPL(asi_enter);
 
@@ -1136,7 +1269,7 @@ noinstr void __asi_exit(enum asi_exit_reason reason)
 	fallbacks = this_cpu_read(asi_cpu.fallbacks);
 	barrier();
 	if (__native_read_cr3() == this_cpu_read(asi_cpu.curr_cr3)) {
-		native_write_cr3(this_cpu_read(asi_cpu.full_cr3));
+		native_write_cr3(this_cpu_read(asi_cpu.full_cr3) | asi_full_noflush());
 		this_cpu_write(asi_cpu.need_flush, true);
 		if (reason < ASI_EXIT_NR &&
 		    this_cpu_read(asi_cpu.fallbacks) == fallbacks) {
@@ -1224,7 +1357,7 @@ noinstr bool __asi_handle_fault(struct pt_regs *regs, unsigned long error_code,
 		return true;
 	}
 
-	native_write_cr3(this_cpu_read(asi_cpu.full_cr3));
+	native_write_cr3(this_cpu_read(asi_cpu.full_cr3) | asi_full_noflush());
 	this_cpu_write(asi_cpu.need_flush, true);
 	this_cpu_inc(asi_cpu.fallbacks);
 	if (preempt_count() & (NMI_MASK | HARDIRQ_MASK))
@@ -1446,6 +1579,10 @@ static int asi_state_show(struct seq_file *m, void *v)
 	seq_printf(m, "reason: %s\n", asi_boot_mode_str());
 	if (asi_boot_mode == ASI_BOOT_INVALID)
 		seq_printf(m, "rejected: \"%s\"\n", asi_bad_arg);
+	if (asi_enabled())
+		seq_printf(m, "pcid: %s\n", cpu_feature_enabled(X86_FEATURE_PCID) ?
+			   "on (restricted tables keep their translations across switches)" :
+			   "off (every switch flushes the TLB)");
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(asi_state);
@@ -1519,11 +1656,11 @@ static int asi_cpus_show(struct seq_file *m, void *v)
 {
 	unsigned int cpu;
 
-	seq_puts(m, "cpu\tdomain\tenters\texit_owner\texit_sched\texit_user\tfallbacks\tlast_fault_ip\tlast_fault_address\trelaxed_retries\tfallbacks_irq\texit_interrupt\ttrace_missed\n");
+	seq_puts(m, "cpu\tdomain\tenters\texit_owner\texit_sched\texit_user\tfallbacks\tlast_fault_ip\tlast_fault_address\trelaxed_retries\tfallbacks_irq\texit_interrupt\ttrace_missed\tpcid_flushes\tpcid_kept\n");
 	for_each_online_cpu(cpu) {
 		struct asi_cpu_state *st = per_cpu_ptr(&asi_cpu, cpu);
 
-		seq_printf(m, "%u\t%u\t%lu\t%lu\t%lu\t%lu\t%lu\t%pS\t%#lx\t%lu\t%lu\t%lu\t%lu\n",
+		seq_printf(m, "%u\t%u\t%lu\t%lu\t%lu\t%lu\t%lu\t%pS\t%#lx\t%lu\t%lu\t%lu\t%lu\t%lu\t%lu\n",
 			   cpu,
 			   READ_ONCE(st->curr) ? READ_ONCE(st->curr_id) : 0,
 			   READ_ONCE(st->enters), READ_ONCE(st->exits[ASI_EXIT_OWNER]),
@@ -1533,7 +1670,8 @@ static int asi_cpus_show(struct seq_file *m, void *v)
 			   READ_ONCE(st->last_fault.address),
 			   READ_ONCE(st->relaxed_retries), READ_ONCE(st->fallbacks_irq),
 			   READ_ONCE(st->exits[ASI_EXIT_INTERRUPT]),
-			   READ_ONCE(st->trace_missed));
+			   READ_ONCE(st->trace_missed), READ_ONCE(st->pcid_flushes),
+			   READ_ONCE(st->pcid_kept));
 	}
 	return 0;
 }
@@ -1543,8 +1681,10 @@ DEFINE_SHOW_ATTRIBUTE(asi_cpus);
  * The cost of the switch: writing N to asi/bench runs N enter+leave pairs
  * on a scratch domain, then N reloads of the current CR3, in batches with
  * interrupts off, timed with the TSC; reading asi/bench shows the last
- * result. Every switch is a CR3 write that flushes the TLB (no PCIDs), so
- * a pair costs about two reloads plus ASI's bookkeeping.
+ * result. Without PCIDs every switch is a CR3 write that flushes the TLB,
+ * so a pair costs about two reloads plus ASI's bookkeeping. With PCIDs the
+ * pairs keep their translations (CR3_NOFLUSH both ways, after the first)
+ * while each reload flushes the current PCID.
  */
 #define ASI_BENCH_MAX	100000
 #define ASI_BENCH_BATCH	1000

@@ -24,6 +24,7 @@
 #include <asm/nmi.h>
 #include <asm/pgtable.h>
 #include <asm/special_insns.h>
+#include <asm/tlbflush.h>
 
 static void asi_parse_accepts_on(struct kunit *test)
 {
@@ -61,7 +62,67 @@ static void asi_create_refused_when_off(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, PTR_ERR(asi_create("kunit")), -EOPNOTSUPP);
 }
 
+/*
+ * The CR3 value of a restricted table: with PCIDs, the ASI PCID of the ASID
+ * slot (kernel PCID | bit 10), apart from the kernel's (slot + 1) and PTI's
+ * user PCIDs (| bit 11); without, the full table's low bits. The full
+ * table's LAM bits are kept either way, and the no-flush bit is never set.
+ */
+static void asi_pcid_cr3_layout(struct kunit *test)
+{
+	const unsigned long table = 0x12345000UL, lam = BIT_ULL(61);
+	unsigned long cr3;
+	u16 asid;
+
+	cr3 = asi_test_table_cr3(table, 0xabcde000UL | X86_CR3_PWT | X86_CR3_PCD, false, 0);
+	KUNIT_EXPECT_EQ(test, cr3, table | X86_CR3_PWT | X86_CR3_PCD);
+	KUNIT_EXPECT_EQ(test, asi_test_table_cr3(table, 0xabcde000UL | lam, false, 0),
+			table | lam);
+
+	for (asid = 0; asid < ASI_NR_PCIDS; asid++) {
+		cr3 = asi_test_table_cr3(table, 0xabcde000UL | lam | (asid + 1), true, asid);
+		KUNIT_EXPECT_EQ(test, cr3 & CR3_ADDR_MASK, table);
+		KUNIT_EXPECT_EQ(test, cr3 & CR3_PCID_MASK, (asid + 1) | BIT(ASI_PCID_BIT));
+		KUNIT_EXPECT_NE(test, cr3 & CR3_PCID_MASK, asid + 1);
+		KUNIT_EXPECT_NE(test, cr3 & CR3_PCID_MASK,
+				(asid + 1) | BIT(X86_CR3_PTI_PCID_USER_BIT));
+		KUNIT_EXPECT_TRUE(test, cr3 & lam);
+		KUNIT_EXPECT_FALSE(test, cr3 & CR3_NOFLUSH);
+	}
+}
+
+/*
+ * An ASI PCID is loaded without a flush only by the domain that loaded it
+ * last, and only if the TLB flush code did not mark it stale since; one
+ * slot's state does not affect another's.
+ */
+static void asi_pcid_claim_flushes_only_when_needed(struct kunit *test)
+{
+	struct asi_cpu_state *st = kunit_kzalloc(test, sizeof(*st), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, st);
+	KUNIT_EXPECT_TRUE(test, asi_test_pcid_claim(st, 0, 5));		/* first use */
+	KUNIT_EXPECT_FALSE(test, asi_test_pcid_claim(st, 0, 5));	/* same domain */
+	KUNIT_EXPECT_TRUE(test, asi_test_pcid_claim(st, 1, 5));		/* other slot */
+	KUNIT_EXPECT_TRUE(test, asi_test_pcid_claim(st, 0, 6));		/* other domain */
+	KUNIT_EXPECT_TRUE(test, asi_test_pcid_claim(st, 0, 5));		/* and back */
+	KUNIT_EXPECT_FALSE(test, asi_test_pcid_claim(st, 0, 5));
+
+	st->pcid_stale |= BIT(1);					/* slot 1 flushed */
+	KUNIT_EXPECT_FALSE(test, asi_test_pcid_claim(st, 0, 5));
+	KUNIT_EXPECT_TRUE(test, asi_test_pcid_claim(st, 1, 5));
+	KUNIT_EXPECT_EQ(test, st->pcid_stale, 0UL);
+	KUNIT_EXPECT_FALSE(test, asi_test_pcid_claim(st, 1, 5));
+
+	st->pcid_stale = BIT(ASI_NR_PCIDS) - 1;				/* kernel range */
+	KUNIT_EXPECT_TRUE(test, asi_test_pcid_claim(st, 0, 5));
+	KUNIT_EXPECT_TRUE(test, asi_test_pcid_claim(st, 1, 5));
+	KUNIT_EXPECT_EQ(test, st->pcid_stale, BIT(ASI_NR_PCIDS) - 1 - BIT(0) - BIT(1));
+}
+
 static struct kunit_case asi_param_cases[] = {
+	KUNIT_CASE(asi_pcid_cr3_layout),
+	KUNIT_CASE(asi_pcid_claim_flushes_only_when_needed),
 	KUNIT_CASE(asi_create_refused_when_off),
 	KUNIT_CASE(asi_parse_accepts_on),
 	KUNIT_CASE(asi_parse_accepts_off),
@@ -685,7 +746,116 @@ static void asi_nmi_on_restricted_table_falls_back(struct kunit *test)
 	KUNIT_EXPECT_PTR_EQ(test, asi_current(), NULL);
 }
 
+/*
+ * With ASI on the kernel's mappings are not global, so a kernel page flush
+ * must reach the other mms' PCIDs as with PTI (the flush code marks them
+ * for a flush at their next use), and ASI's PCIDs.
+ */
+static void asi_kernel_flush_reaches_other_pcids(struct kunit *test)
+{
+	struct asi_switch_env *env = test->priv;
+	bool other_before, other;
+	unsigned long stale;
+
+	preempt_disable();
+	other_before = this_cpu_read(cpu_tlbstate.invalidate_other);
+	this_cpu_write(cpu_tlbstate.invalidate_other, false);
+	stale = this_cpu_read(asi_cpu.pcid_stale);
+	flush_tlb_one_kernel((unsigned long)env->mapped);
+	other = this_cpu_read(cpu_tlbstate.invalidate_other);
+	if (cpu_feature_enabled(X86_FEATURE_PCID))
+		KUNIT_EXPECT_EQ(test, this_cpu_read(asi_cpu.pcid_stale), BIT(ASI_NR_PCIDS) - 1);
+	else
+		KUNIT_EXPECT_EQ(test, this_cpu_read(asi_cpu.pcid_stale), stale);
+	this_cpu_write(cpu_tlbstate.invalidate_other, other || other_before);
+	preempt_enable();
+	KUNIT_EXPECT_TRUE(test, other);
+}
+
+/*
+ * The hooks of the TLB flush code mark ASI PCIDs stale; one run while the
+ * CPU is in a domain marks the full table's PCID too (the flush may have
+ * hit the ASI PCID instead). Called directly: through asi_invalidate_pcid()
+ * they do nothing on a CPU without PCIDs.
+ */
+static void asi_invalidate_marks_stale(struct kunit *test)
+{
+	struct asi_switch_env *env = test->priv;
+	unsigned long flags, stale, stale_one, stale_all;
+	bool full, full_idle, full_in;
+
+	local_irq_save(flags);
+	stale = this_cpu_read(asi_cpu.pcid_stale);
+	full = this_cpu_read(asi_cpu.full_stale);
+	this_cpu_write(asi_cpu.pcid_stale, 0);
+	this_cpu_write(asi_cpu.full_stale, false);
+	__asi_invalidate_pcid(3);
+	stale_one = this_cpu_read(asi_cpu.pcid_stale);
+	full_idle = this_cpu_read(asi_cpu.full_stale);
+	__asi_invalidate_pcid_all();
+	stale_all = this_cpu_read(asi_cpu.pcid_stale);
+	asi_enter(env->asi);
+	__asi_invalidate_pcid(0);
+	full_in = this_cpu_read(asi_cpu.full_stale);
+	asi_exit(ASI_EXIT_OWNER);
+	this_cpu_write(asi_cpu.pcid_stale, stale | this_cpu_read(asi_cpu.pcid_stale));
+	this_cpu_write(asi_cpu.full_stale, full || this_cpu_read(asi_cpu.full_stale));
+	local_irq_restore(flags);
+
+	KUNIT_EXPECT_EQ(test, stale_one, BIT(3));
+	KUNIT_EXPECT_FALSE(test, full_idle);
+	KUNIT_EXPECT_EQ(test, stale_all, BIT(ASI_NR_PCIDS) - 1);
+	KUNIT_EXPECT_TRUE(test, full_in);
+}
+
+struct asi_pcid_probe {
+	unsigned long cr3_in, cr3_again;
+	unsigned long kept, flushes;
+	u16 asid;
+};
+
+static noinline void asi_pcid_probe_run(struct asi *asi, struct asi_pcid_probe *p)
+{
+	unsigned long flags, kept, flushes;
+
+	local_irq_save(flags);
+	p->asid = this_cpu_read(cpu_tlbstate.loaded_mm_asid);
+	asi_enter(asi);
+	p->cr3_in = __native_read_cr3();
+	asi_exit(ASI_EXIT_OWNER);
+	kept = this_cpu_read(asi_cpu.pcid_kept);
+	flushes = this_cpu_read(asi_cpu.pcid_flushes);
+	asi_enter(asi);				/* same domain, nothing flushed */
+	asi_exit(ASI_EXIT_OWNER);
+	p->kept = this_cpu_read(asi_cpu.pcid_kept) - kept;
+	asi_invalidate_pcid(p->asid);		/* as the TLB flush code does */
+	asi_enter(asi);
+	p->cr3_again = __native_read_cr3();
+	asi_exit(ASI_EXIT_OWNER);
+	p->flushes = this_cpu_read(asi_cpu.pcid_flushes) - flushes;
+	local_irq_restore(flags);
+}
+
+/* On a CPU with PCIDs: the restricted table runs under the ASI PCID. */
+static void asi_pcid_switch_keeps_translations(struct kunit *test)
+{
+	struct asi_switch_env *env = test->priv;
+	struct asi_pcid_probe p = {};
+
+	if (!cpu_feature_enabled(X86_FEATURE_PCID))
+		kunit_skip(test, "the CPU has no PCIDs: every switch flushes the TLB");
+	asi_pcid_probe_run(env->asi, &p);
+	KUNIT_EXPECT_EQ(test, p.cr3_in & CR3_PCID_MASK, (p.asid + 1) | BIT(ASI_PCID_BIT));
+	KUNIT_EXPECT_EQ(test, cr3_addr(p.cr3_in), cr3_addr(env->asi->cr3));
+	KUNIT_EXPECT_EQ(test, p.kept, 1UL);
+	KUNIT_EXPECT_EQ(test, p.flushes, 1UL);
+	KUNIT_EXPECT_EQ(test, p.cr3_again, p.cr3_in);
+}
+
 static struct kunit_case asi_switch_cases[] = {
+	KUNIT_CASE(asi_kernel_flush_reaches_other_pcids),
+	KUNIT_CASE(asi_invalidate_marks_stale),
+	KUNIT_CASE(asi_pcid_switch_keeps_translations),
 	KUNIT_CASE(asi_enter_switches_and_fallback_restores),
 	KUNIT_CASE(asi_fault_unmapped_everywhere_still_faults),
 	KUNIT_CASE(asi_need_flush_only_after_full_table_use),
@@ -704,5 +874,6 @@ static struct kunit_suite asi_switch_suite = {
 
 kunit_test_suites(&asi_param_suite, &asi_domain_suite, &asi_switch_suite);
 
+MODULE_IMPORT_NS(EXPORTED_FOR_KUNIT_TESTING);
 MODULE_DESCRIPTION("KUnit tests for x86 Address Space Isolation");
 MODULE_LICENSE("GPL");

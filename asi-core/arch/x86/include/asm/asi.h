@@ -65,13 +65,24 @@
  *			exit) since the last call: the owner flushes what
  *			its mitigations need only then.
  *
- * Translations: the restricted table runs under the same PCID as the full
- * table it replaces and every switch flushes it (no CR3_NOFLUSH), and with
- * ASI on the kernel's own mappings are not global (as with PTI), except
- * kernel text and rodata, which every domain maps. So no translation of
- * the full table, or of another domain, survives a switch. Giving each
- * domain a PCID of its own, to stop paying for those flushes, is future
- * work.
+ * Translations: with ASI on the kernel's own mappings are not global (as
+ * with PTI), except kernel text and rodata, which every domain maps; a
+ * kernel TLB flush reaches every PCID. Without PCIDs every switch flushes
+ * the TLB. With PCIDs, a restricted table is loaded under a PCID of its
+ * own, the ASI PCID of the mm's dynamic ASID slot (the slot's kernel PCID
+ * with bit ASI_PCID_BIT set), and neither switch flushes, except when:
+ *
+ *   - the ASI PCID last held another domain's translations (each domain
+ *     has a generation, never reused, recorded per CPU and slot);
+ *   - the kernel flushed the slot's mm, or any kernel range, since: the
+ *     TLB flush code marks the ASI PCIDs stale (asi_invalidate_pcid(),
+ *     asi_invalidate_pcid_all()), as PTI marks its user PCIDs;
+ *   - going back to the full table, a flush ran while the CPU was in a
+ *     domain, and so may have missed the full table's PCID.
+ *
+ * So no translation of the full table, or of another domain, is used on a
+ * restricted table, and none of a domain outlives a flush the kernel asked
+ * for. See asi_enter() and Documentation/arch/x86/asi.rst.
  *
  * Boot: ASI is off unless the kernel is booted with "asi=on". The decision
  * is taken once, in early boot, and is visible as the static key
@@ -94,6 +105,7 @@
 #include <linux/refcount.h>
 #include <linux/percpu-defs.h>
 #include <linux/types.h>
+#include <asm/cpufeature.h>
 #include <asm/pgtable_types.h>
 
 struct pt_regs;
@@ -172,6 +184,8 @@ struct asi_fault_log {
  * @ranges: what is mapped, [start, end - 1] -> struct asi_range (owner)
  * @list: on the list of all domains
  * @id: unique, for debugfs and traces
+ * @gen: unique and never reused: names the domain's translations in the
+ *	 ASI PCIDs of each CPU (see asi_enter())
  * @name: for debugfs and messages
  * @faults: this domain's fallback faults
  * @user_mm: the mm whose user half the domain shares, or NULL
@@ -185,6 +199,7 @@ struct asi {
 	struct maple_tree ranges;
 	struct list_head list;
 	unsigned int id;
+	u64 gen;
 	char name[32];
 	struct asi_fault_log *faults;
 	struct mm_struct *user_mm;
@@ -254,6 +269,13 @@ struct asi_fault_record {
 	unsigned int domain;
 };
 
+/*
+ * ASI PCIDs: one per dynamic ASID slot of arch/x86/mm/tlb.c
+ * (TLB_NR_DYN_ASIDS, checked at build time), at kernel PCID | BIT(10).
+ */
+#define ASI_NR_PCIDS	6
+#define ASI_PCID_BIT	10
+
 /**
  * struct asi_cpu_state - a CPU's ASI state (per-CPU, always mapped)
  * @curr: the domain entered, or NULL when idle
@@ -271,6 +293,13 @@ struct asi_fault_record {
  * @retry_address: address of the last such retry
  * @last_fault: the last fallback fault
  * @trace_missed: tracepoint events not emitted, RCU not watching
+ * @pcid_owner: per ASID slot, the generation of the domain whose
+ *		translations the slot's ASI PCID may hold (0: none)
+ * @pcid_stale: ASID slots whose ASI PCID must be flushed when next loaded
+ * @full_stale: a TLB flush ran while this CPU was in a domain: the switch
+ *		back to the full table flushes its PCID
+ * @pcid_flushes: restricted-table loads that flushed the ASI PCID
+ * @pcid_kept: restricted-table loads that kept its translations
  */
 struct asi_cpu_state {
 	struct asi *curr;
@@ -287,6 +316,11 @@ struct asi_cpu_state {
 	unsigned long retry_address;
 	struct asi_fault_record last_fault;
 	unsigned long trace_missed;
+	u64 pcid_owner[ASI_NR_PCIDS];
+	unsigned long pcid_stale;
+	bool full_stale;
+	unsigned long pcid_flushes;
+	unsigned long pcid_kept;
 };
 
 DECLARE_PER_CPU_ASI(struct asi_cpu_state, asi_cpu);
@@ -296,6 +330,13 @@ void __asi_exit(enum asi_exit_reason reason);
 bool __asi_handle_fault(struct pt_regs *regs, unsigned long error_code,
 			unsigned long address);
 bool asi_need_flush(void);
+void __asi_invalidate_pcid(u16 asid);
+void __asi_invalidate_pcid_all(void);
+
+#if IS_ENABLED(CONFIG_MITIGATION_ADDRESS_SPACE_ISOLATION_KUNIT_TEST)
+unsigned long asi_test_table_cr3(unsigned long table, unsigned long cr3, bool pcid, u16 asid);
+bool asi_test_pcid_claim(struct asi_cpu_state *st, u16 asid, u64 gen);
+#endif
 
 /* Leave the domain, if any; a not-taken static branch with ASI off. */
 static __always_inline void asi_exit(enum asi_exit_reason reason)
@@ -310,6 +351,23 @@ static __always_inline bool asi_handle_fault(struct pt_regs *regs,
 					     unsigned long address)
 {
 	return asi_enabled() && __asi_handle_fault(regs, error_code, address);
+}
+
+/*
+ * The TLB flush code's hooks: the mm in dynamic ASID slot @asid was flushed
+ * on this CPU (all or part of it), or a kernel range was. ASI PCIDs are
+ * flushed lazily, at their next load. Without PCIDs, nothing to do.
+ */
+static __always_inline void asi_invalidate_pcid(u16 asid)
+{
+	if (asi_enabled() && cpu_feature_enabled(X86_FEATURE_PCID))
+		__asi_invalidate_pcid(asid);
+}
+
+static __always_inline void asi_invalidate_pcid_all(void)
+{
+	if (asi_enabled() && cpu_feature_enabled(X86_FEATURE_PCID))
+		__asi_invalidate_pcid_all();
 }
 
 /* The domain this CPU entered, or NULL. */
