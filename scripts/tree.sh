@@ -107,8 +107,8 @@ assemble() {
 }
 
 mkdir -p "$OUT"
-# One assembly at a time: .ci/run checks the series (whose 'make tree'
-# runs here too) while make check runs.
+# One assembly at a time: two make targets run at once (say make check
+# and make verify-series) would otherwise race on out/linux's index.
 exec 9>"$OUT/.tree.lock"
 flock 9
 need_pkgs "$SRCPKG" $BUILD_PKGS $RUN_PKGS

@@ -1112,15 +1112,52 @@ static __always_inline unsigned long asi_table_cr3(unsigned long table, unsigned
  * Whether loading the table of the domain of generation @gen under the ASI
  * PCID of slot @asid must flush that PCID: it held another domain's
  * translations, or the TLB flush code marked it stale since. Notes that it
- * holds @gen's from now on. Interrupts off.
+ * holds @gen's from now on. Interrupts off; an NMI may mark PCIDs stale at
+ * any point (a flush from an NMI handler): the marks are taken with one
+ * exchange and the other slots' given back, so none is lost, and one set
+ * for @asid after the exchange is seen by the caller's check after its
+ * CR3 write.
  */
-static __always_inline bool asi_pcid_claim(struct asi_cpu_state *st, u16 asid, u64 gen)
+static __always_inline bool asi_pcid_claim(u16 asid, u64 gen)
 {
-	bool flush = st->pcid_owner[asid] != gen || (st->pcid_stale & BIT(asid));
+	unsigned long stale = this_cpu_xchg(asi_cpu.pcid_stale, 0);
+	bool flush = (stale & BIT(asid)) || this_cpu_read(asi_cpu.pcid_owner[asid]) != gen;
 
-	st->pcid_owner[asid] = gen;
-	st->pcid_stale &= ~BIT(asid);
+	if (stale & ~BIT(asid))
+		this_cpu_or(asi_cpu.pcid_stale, stale & ~BIT(asid));
+	this_cpu_write(asi_cpu.pcid_owner[asid], gen);
 	return flush;
+}
+
+/* The ASID slot of a restricted table's CR3 value (PCIDs on). */
+static __always_inline u16 asi_cr3_slot(unsigned long cr3)
+{
+	return (cr3 & CR3_PCID_MASK & ~BIT(ASI_PCID_BIT)) - 1;
+}
+
+/*
+ * Load the restricted table of @asi (CR3 value @cr3, ASID slot @slot or -1
+ * without PCIDs), keeping the ASI PCID's translations when they are still
+ * good. A flush mark that an NMI set for the slot before the write, and so
+ * missed, is seen right after it: then the PCID is flushed after all.
+ */
+static __always_inline void asi_load_table(struct asi *asi, unsigned long cr3, int slot)
+{
+	if (slot < 0) {
+		native_write_cr3(cr3);
+		return;
+	}
+	if (asi_pcid_claim(slot, asi->gen)) {
+		this_cpu_inc(asi_cpu.pcid_flushes);
+		native_write_cr3(cr3);
+		return;
+	}
+	this_cpu_inc(asi_cpu.pcid_kept);
+	native_write_cr3(cr3 | CR3_NOFLUSH);
+	if (unlikely(this_cpu_read(asi_cpu.pcid_stale) & BIT(slot))) {
+		asi_pcid_claim(slot, asi->gen);
+		native_write_cr3(cr3);
+	}
 }
 
 /* The ASID slot whose ASI PCID this CPU uses, or -1 without PCIDs. */
@@ -1135,15 +1172,23 @@ static __always_inline int asi_pcid_slot(void)
 }
 
 /*
- * CR3_NOFLUSH for the switch back to the full table, unless a TLB flush ran
- * while this CPU was in a domain (and so perhaps on the ASI PCID instead of
- * the full table's), or the CPU has no PCIDs.
+ * Back to the full table: with CR3_NOFLUSH, unless a TLB flush ran while
+ * this CPU was in a domain (and so perhaps on the ASI PCID instead of the
+ * full table's), or the CPU has no PCIDs. A flush that an NMI runs on the
+ * restricted table between the test and the write is seen after it.
  */
-static __always_inline unsigned long asi_full_noflush(void)
+static __always_inline void asi_load_full(void)
 {
-	if (!cpu_feature_enabled(X86_FEATURE_PCID))
-		return 0;
-	return this_cpu_xchg(asi_cpu.full_stale, false) ? 0 : CR3_NOFLUSH;
+	unsigned long cr3 = this_cpu_read(asi_cpu.full_cr3);
+
+	if (!cpu_feature_enabled(X86_FEATURE_PCID) ||
+	    this_cpu_xchg(asi_cpu.full_stale, false)) {
+		native_write_cr3(cr3);
+		return;
+	}
+	native_write_cr3(cr3 | CR3_NOFLUSH);
+	if (unlikely(this_cpu_xchg(asi_cpu.full_stale, false)))
+		native_write_cr3(cr3);
 }
 
 /**
@@ -1187,9 +1232,9 @@ unsigned long asi_test_table_cr3(unsigned long table, unsigned long cr3, bool pc
 }
 EXPORT_SYMBOL_IF_KUNIT(asi_test_table_cr3);
 
-bool asi_test_pcid_claim(struct asi_cpu_state *st, u16 asid, u64 gen)
+bool asi_test_pcid_claim(u16 asid, u64 gen)
 {
-	return asi_pcid_claim(st, asid, gen);
+	return asi_pcid_claim(asid, gen);
 }
 EXPORT_SYMBOL_IF_KUNIT(asi_test_pcid_claim);
 #endif
@@ -1211,11 +1256,19 @@ noinstr void asi_enter(struct asi *asi)
 {
 	struct asi *curr = this_cpu_read(asi_cpu.curr);
 	unsigned long cr3 = __native_read_cr3();
-	unsigned long noflush = 0;
 	int slot;
 
-	if (curr == asi && cr3 == this_cpu_read(asi_cpu.curr_cr3))
+	if (curr == asi && cr3 == this_cpu_read(asi_cpu.curr_cr3)) {
+		/*
+		 * On the table already (VMX's VM-exit loads it from HOST_CR3):
+		 * flush its PCID if it was marked stale since it was loaded.
+		 */
+		slot = asi_cr3_slot(cr3);
+		if (cpu_feature_enabled(X86_FEATURE_PCID) && slot < ASI_NR_PCIDS &&
+		    (this_cpu_read(asi_cpu.pcid_stale) & BIT(slot)))
+			asi_load_table(asi, cr3, slot);
 		return;
+	}
 	if (unlikely(curr && curr != asi)) {
 		__asi_exit(ASI_EXIT_OWNER);
 		curr = NULL;
@@ -1234,17 +1287,9 @@ noinstr void asi_enter(struct asi *asi)
 		this_cpu_write(asi_cpu.curr, asi);
 		barrier();
 	}
-	if (slot >= 0) {
-		if (asi_pcid_claim(raw_cpu_ptr(&asi_cpu), slot, asi->gen)) {
-			this_cpu_inc(asi_cpu.pcid_flushes);
-		} else {
-			this_cpu_inc(asi_cpu.pcid_kept);
-			noflush = CR3_NOFLUSH;
-		}
-	}
 	this_cpu_inc(asi_cpu.enters);
 	asi_trace(asi_enter, asi->id);
-	native_write_cr3(this_cpu_read(asi_cpu.curr_cr3) | noflush);
+	asi_load_table(asi, this_cpu_read(asi_cpu.curr_cr3), slot);
 }
 EXPORT_SYMBOL_GPL(asi_enter);
 
@@ -1269,7 +1314,7 @@ noinstr void __asi_exit(enum asi_exit_reason reason)
 	fallbacks = this_cpu_read(asi_cpu.fallbacks);
 	barrier();
 	if (__native_read_cr3() == this_cpu_read(asi_cpu.curr_cr3)) {
-		native_write_cr3(this_cpu_read(asi_cpu.full_cr3) | asi_full_noflush());
+		asi_load_full();
 		this_cpu_write(asi_cpu.need_flush, true);
 		if (reason < ASI_EXIT_NR &&
 		    this_cpu_read(asi_cpu.fallbacks) == fallbacks) {
@@ -1357,7 +1402,7 @@ noinstr bool __asi_handle_fault(struct pt_regs *regs, unsigned long error_code,
 		return true;
 	}
 
-	native_write_cr3(this_cpu_read(asi_cpu.full_cr3) | asi_full_noflush());
+	asi_load_full();
 	this_cpu_write(asi_cpu.need_flush, true);
 	this_cpu_inc(asi_cpu.fallbacks);
 	if (preempt_count() & (NMI_MASK | HARDIRQ_MASK))

@@ -94,30 +94,60 @@ static void asi_pcid_cr3_layout(struct kunit *test)
 /*
  * An ASI PCID is loaded without a flush only by the domain that loaded it
  * last, and only if the TLB flush code did not mark it stale since; one
- * slot's state does not affect another's.
+ * slot's state does not affect another's. On this CPU's state, interrupts
+ * off; the state is given back with every PCID marked stale, which is
+ * always safe.
  */
 static void asi_pcid_claim_flushes_only_when_needed(struct kunit *test)
 {
-	struct asi_cpu_state *st = kunit_kzalloc(test, sizeof(*st), GFP_KERNEL);
+	u64 owner[ASI_NR_PCIDS];
+	unsigned long flags, stale[3];
+	bool r[11];
+	int i, n = 0;
 
-	KUNIT_ASSERT_NOT_NULL(test, st);
-	KUNIT_EXPECT_TRUE(test, asi_test_pcid_claim(st, 0, 5));		/* first use */
-	KUNIT_EXPECT_FALSE(test, asi_test_pcid_claim(st, 0, 5));	/* same domain */
-	KUNIT_EXPECT_TRUE(test, asi_test_pcid_claim(st, 1, 5));		/* other slot */
-	KUNIT_EXPECT_TRUE(test, asi_test_pcid_claim(st, 0, 6));		/* other domain */
-	KUNIT_EXPECT_TRUE(test, asi_test_pcid_claim(st, 0, 5));		/* and back */
-	KUNIT_EXPECT_FALSE(test, asi_test_pcid_claim(st, 0, 5));
+	local_irq_save(flags);
+	for (i = 0; i < ASI_NR_PCIDS; i++) {
+		owner[i] = this_cpu_read(asi_cpu.pcid_owner[i]);
+		this_cpu_write(asi_cpu.pcid_owner[i], 0);
+	}
+	this_cpu_write(asi_cpu.pcid_stale, 0);
 
-	st->pcid_stale |= BIT(1);					/* slot 1 flushed */
-	KUNIT_EXPECT_FALSE(test, asi_test_pcid_claim(st, 0, 5));
-	KUNIT_EXPECT_TRUE(test, asi_test_pcid_claim(st, 1, 5));
-	KUNIT_EXPECT_EQ(test, st->pcid_stale, 0UL);
-	KUNIT_EXPECT_FALSE(test, asi_test_pcid_claim(st, 1, 5));
+	r[n++] = asi_test_pcid_claim(0, 5);		/* first use: flush */
+	r[n++] = asi_test_pcid_claim(0, 5);		/* same domain: keep */
+	r[n++] = asi_test_pcid_claim(1, 5);		/* other slot: flush */
+	r[n++] = asi_test_pcid_claim(0, 6);		/* other domain: flush */
+	r[n++] = asi_test_pcid_claim(0, 5);		/* and back: flush */
+	r[n++] = asi_test_pcid_claim(0, 5);		/* keep */
+	this_cpu_or(asi_cpu.pcid_stale, BIT(1));	/* slot 1 flushed */
+	r[n++] = asi_test_pcid_claim(0, 5);		/* keep */
+	stale[0] = this_cpu_read(asi_cpu.pcid_stale);
+	r[n++] = asi_test_pcid_claim(1, 5);		/* flush */
+	stale[1] = this_cpu_read(asi_cpu.pcid_stale);
+	r[n++] = asi_test_pcid_claim(1, 5);		/* keep */
+	this_cpu_or(asi_cpu.pcid_stale, BIT(ASI_NR_PCIDS) - 1);	/* kernel page */
+	r[n++] = asi_test_pcid_claim(0, 5);		/* flush */
+	r[n++] = asi_test_pcid_claim(1, 5);		/* flush */
+	stale[2] = this_cpu_read(asi_cpu.pcid_stale);
 
-	st->pcid_stale = BIT(ASI_NR_PCIDS) - 1;				/* kernel range */
-	KUNIT_EXPECT_TRUE(test, asi_test_pcid_claim(st, 0, 5));
-	KUNIT_EXPECT_TRUE(test, asi_test_pcid_claim(st, 1, 5));
-	KUNIT_EXPECT_EQ(test, st->pcid_stale, BIT(ASI_NR_PCIDS) - 1 - BIT(0) - BIT(1));
+	for (i = 0; i < ASI_NR_PCIDS; i++)
+		this_cpu_write(asi_cpu.pcid_owner[i], owner[i]);
+	this_cpu_or(asi_cpu.pcid_stale, BIT(ASI_NR_PCIDS) - 1);
+	local_irq_restore(flags);
+
+	KUNIT_EXPECT_TRUE(test, r[0]);
+	KUNIT_EXPECT_FALSE(test, r[1]);
+	KUNIT_EXPECT_TRUE(test, r[2]);
+	KUNIT_EXPECT_TRUE(test, r[3]);
+	KUNIT_EXPECT_TRUE(test, r[4]);
+	KUNIT_EXPECT_FALSE(test, r[5]);
+	KUNIT_EXPECT_FALSE(test, r[6]);
+	KUNIT_EXPECT_EQ(test, stale[0], BIT(1));	/* slot 0's claim kept it */
+	KUNIT_EXPECT_TRUE(test, r[7]);
+	KUNIT_EXPECT_EQ(test, stale[1], 0UL);
+	KUNIT_EXPECT_FALSE(test, r[8]);
+	KUNIT_EXPECT_TRUE(test, r[9]);
+	KUNIT_EXPECT_TRUE(test, r[10]);
+	KUNIT_EXPECT_EQ(test, stale[2], BIT(ASI_NR_PCIDS) - 1 - BIT(0) - BIT(1));
 }
 
 static struct kunit_case asi_param_cases[] = {

@@ -335,7 +335,7 @@ void __asi_invalidate_pcid_all(void);
 
 #if IS_ENABLED(CONFIG_MITIGATION_ADDRESS_SPACE_ISOLATION_KUNIT_TEST)
 unsigned long asi_test_table_cr3(unsigned long table, unsigned long cr3, bool pcid, u16 asid);
-bool asi_test_pcid_claim(struct asi_cpu_state *st, u16 asid, u64 gen);
+bool asi_test_pcid_claim(u16 asid, u64 gen);
 #endif
 
 /* Leave the domain, if any; a not-taken static branch with ASI off. */
