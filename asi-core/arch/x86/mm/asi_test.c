@@ -12,8 +12,10 @@
 #include <linux/asi.h>
 #include <linux/gfp.h>
 #include <linux/irq_work.h>
+#include <linux/kthread.h>
 #include <linux/mm.h>
 #include <linux/percpu.h>
+#include <linux/sched/mm.h>
 #include <linux/sched/task.h>
 #include <linux/sched/task_stack.h>
 #include <linux/slab.h>
@@ -838,6 +840,51 @@ static void asi_invalidate_marks_stale(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, full_in);
 }
 
+/*
+ * The TLB flush code marks ASI PCIDs where it flushes: a local full flush
+ * and a single page mark the loaded mm's slot, a kernel page every slot,
+ * and a switch to an mm that needs a flush (always, without PCIDs) the
+ * new slot. Every PCID is left marked, which is always safe.
+ */
+static void asi_flush_code_marks_pcids(struct kunit *test)
+{
+	struct asi_switch_env *env = test->priv;
+	unsigned long flags, local, one, kernel, use;
+	struct mm_struct *mm;
+	u16 asid, use_asid;
+	bool other;
+
+	mm = mm_alloc();
+	KUNIT_ASSERT_NOT_NULL(test, mm);
+	migrate_disable();
+	local_irq_save(flags);
+	asid = this_cpu_read(cpu_tlbstate.loaded_mm_asid);
+	this_cpu_write(asi_cpu.pcid_stale, 0);
+	flush_tlb_local();
+	local = this_cpu_xchg(asi_cpu.pcid_stale, 0);
+	flush_tlb_one_user((unsigned long)env->mapped);
+	one = this_cpu_xchg(asi_cpu.pcid_stale, 0);
+	other = this_cpu_read(cpu_tlbstate.invalidate_other);
+	flush_tlb_one_kernel((unsigned long)env->mapped);
+	this_cpu_write(cpu_tlbstate.invalidate_other,
+		       other || this_cpu_read(cpu_tlbstate.invalidate_other));
+	kernel = this_cpu_xchg(asi_cpu.pcid_stale, 0);
+	local_irq_restore(flags);
+
+	kthread_use_mm(mm);
+	use = this_cpu_read(asi_cpu.pcid_stale);
+	use_asid = this_cpu_read(cpu_tlbstate.loaded_mm_asid);
+	kthread_unuse_mm(mm);
+	this_cpu_or(asi_cpu.pcid_stale, BIT(ASI_NR_PCIDS) - 1);
+	migrate_enable();
+	mmput(mm);
+
+	KUNIT_EXPECT_EQ(test, local, BIT(asid));
+	KUNIT_EXPECT_EQ(test, one, BIT(asid));
+	KUNIT_EXPECT_EQ(test, kernel, BIT(ASI_NR_PCIDS) - 1);
+	KUNIT_EXPECT_TRUE(test, use & BIT(use_asid));	/* a new mm: flushed */
+}
+
 struct asi_pcid_probe {
 	unsigned long cr3_in, cr3_again;
 	unsigned long kept, flushes;
@@ -885,6 +932,7 @@ static void asi_pcid_switch_keeps_translations(struct kunit *test)
 static struct kunit_case asi_switch_cases[] = {
 	KUNIT_CASE(asi_kernel_flush_reaches_other_pcids),
 	KUNIT_CASE(asi_invalidate_marks_stale),
+	KUNIT_CASE(asi_flush_code_marks_pcids),
 	KUNIT_CASE(asi_pcid_switch_keeps_translations),
 	KUNIT_CASE(asi_enter_switches_and_fallback_restores),
 	KUNIT_CASE(asi_fault_unmapped_everywhere_still_faults),

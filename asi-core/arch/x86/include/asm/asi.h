@@ -356,17 +356,19 @@ static __always_inline bool asi_handle_fault(struct pt_regs *regs,
 /*
  * The TLB flush code's hooks: the mm in dynamic ASID slot @asid was flushed
  * on this CPU (all or part of it), or a kernel range was. ASI PCIDs are
- * flushed lazily, at their next load. Without PCIDs, nothing to do.
+ * flushed lazily, at their next load. Without PCIDs the marks are made all
+ * the same and never read (every switch flushes): a per-CPU write per
+ * flush, and the hooks stay testable on any CPU.
  */
 static __always_inline void asi_invalidate_pcid(u16 asid)
 {
-	if (asi_enabled() && cpu_feature_enabled(X86_FEATURE_PCID))
+	if (asi_enabled())
 		__asi_invalidate_pcid(asid);
 }
 
 static __always_inline void asi_invalidate_pcid_all(void)
 {
-	if (asi_enabled() && cpu_feature_enabled(X86_FEATURE_PCID))
+	if (asi_enabled())
 		__asi_invalidate_pcid_all();
 }
 
