@@ -1191,6 +1191,18 @@ static __always_inline void asi_load_full(void)
 		native_write_cr3(cr3);
 }
 
+/*
+ * Mark the ASI PCIDs of the slots in @slots stale on this CPU; and the full
+ * table's PCID, if the flush that calls this ran while the CPU was in a
+ * domain (it may have hit the ASI PCID rather than the full table's).
+ */
+static void asi_mark_stale(unsigned long slots)
+{
+	this_cpu_or(asi_cpu.pcid_stale, slots);
+	if (this_cpu_read(asi_cpu.curr))
+		this_cpu_write(asi_cpu.full_stale, true);
+}
+
 /**
  * __asi_invalidate_pcid() - the TLB flush code flushed an ASID slot's mm
  * @asid: the dynamic ASID slot
@@ -1205,9 +1217,7 @@ void __asi_invalidate_pcid(u16 asid)
 {
 	if (WARN_ON_ONCE(asid >= ASI_NR_PCIDS))
 		asid = 0;
-	this_cpu_or(asi_cpu.pcid_stale, BIT(asid));
-	if (this_cpu_read(asi_cpu.curr))
-		this_cpu_write(asi_cpu.full_stale, true);
+	asi_mark_stale(BIT(asid));
 }
 
 /**
@@ -1219,13 +1229,11 @@ void __asi_invalidate_pcid(u16 asid)
  */
 void __asi_invalidate_pcid_all(void)
 {
-	this_cpu_or(asi_cpu.pcid_stale, BIT(ASI_NR_PCIDS) - 1);
-	if (this_cpu_read(asi_cpu.curr))
-		this_cpu_write(asi_cpu.full_stale, true);
+	asi_mark_stale(BIT(ASI_NR_PCIDS) - 1);
 }
 
 #if IS_ENABLED(CONFIG_MITIGATION_ADDRESS_SPACE_ISOLATION_KUNIT_TEST)
-/* For the KUnit suite: the bookkeeping above, on a state of the test's. */
+/* For the KUnit suite: the CR3 value, and the claim on this CPU's state. */
 unsigned long asi_test_table_cr3(unsigned long table, unsigned long cr3, bool pcid, u16 asid)
 {
 	return asi_table_cr3(table, cr3, pcid, asid);
