@@ -26,9 +26,15 @@
  * interrupt window (STI; NOP); each iteration also has the ICR write and
  * the handler's EOI write. The host checks KVM's own halt_exits and
  * irq_window_exits counters, so each phase is shown to exercise what it
- * names. A halt that blocks (nothing pending) leaves the table on purpose
- * before halt polling, as a schedule-out: see vcpu_block().
+ * names.
+ *
+ * Then IPIs between two vCPUs of a second VM (run_ipi_pair()): to a vCPU
+ * that halts, so that KVM halt-polls or blocks (it leaves the table first,
+ * as a schedule-out: see vcpu_block()), and to a vCPU that runs in the
+ * guest, which KVM kicks out of guest mode. The vCPU that receives must
+ * take no fallback fault; the sender's are shown with the VM's fault log.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,7 +110,7 @@ static const struct {
  * the HLT and counts it, so that the test fails instead of halting forever.
  */
 static uint64_t guest_hlt_rip;
-static volatile uint64_t guest_irqs_before_hlt;
+static uint64_t guest_irqs_before_hlt;
 
 static void guest_sti_hlt(void)
 {
@@ -119,15 +125,15 @@ static void guest_sti_hlt(void)
 }
 
 /* Interrupts the guest took: SELF_IPI_VECTOR's handler counts them. */
-static volatile uint64_t guest_irqs;
+static uint64_t guest_irqs;
 
 static void guest_irq_handler(struct ex_regs *regs)
 {
 	if (regs->rip == guest_hlt_rip) {
 		regs->rip++;
-		guest_irqs_before_hlt++;
+		WRITE_ONCE(guest_irqs_before_hlt, guest_irqs_before_hlt + 1);
 	}
-	guest_irqs++;
+	WRITE_ONCE(guest_irqs, guest_irqs + 1);
 	x2apic_write_reg(APIC_EOI, 0);
 }
 
@@ -203,6 +209,89 @@ static void guest_phase(enum phase p, int n)
 	}
 }
 
+/*
+ * A halt that blocks: vCPU 1 halts with nothing pending, vCPU 0 sends it
+ * an IPI and waits until its handler has run, HALT_ROUNDS times after
+ * HALT_WARMUP. KVM halt-polls before it blocks, so a wakeup finds vCPU 1
+ * polling or blocked.
+ */
+#define HALT_WARMUP	100
+#define HALT_ROUNDS	2000
+
+/*
+ * The halter's interrupt count when it last got ready to halt (interrupts
+ * off, its APIC enabled): the waker sends the next IPI only then, so that
+ * every IPI finds a HLT to end, not the return from the last interrupt.
+ */
+static uint64_t guest_halter_waiting = -1ULL;
+
+static void guest_halt_until(uint64_t irqs)
+{
+	while (READ_ONCE(guest_irqs) < irqs) {
+		WRITE_ONCE(guest_halter_waiting, READ_ONCE(guest_irqs));
+		guest_sti_hlt();
+	}
+}
+
+static void guest_halter(void)
+{
+	x2apic_enable();
+	guest_halt_until(HALT_WARMUP);
+	GUEST_SYNC(0);
+	guest_halt_until(HALT_WARMUP + HALT_ROUNDS);
+	GUEST_SYNC(1);
+	GUEST_DONE();
+}
+
+/*
+ * The target of IPIs that runs: interrupts on, spinning in the guest, so
+ * that each IPI finds it in guest mode and KVM kicks its CPU out of it.
+ */
+static void guest_spin_until(uint64_t irqs)
+{
+	asm volatile("sti" ::: "memory");
+	while (READ_ONCE(guest_irqs) < irqs) {
+		WRITE_ONCE(guest_halter_waiting, READ_ONCE(guest_irqs));
+		cpu_relax();
+	}
+	asm volatile("cli" ::: "memory");
+}
+
+static void guest_spinner(void)
+{
+	x2apic_enable();
+	guest_spin_until(HALT_WARMUP);
+	GUEST_SYNC(0);
+	guest_spin_until(HALT_WARMUP + HALT_ROUNDS);
+	GUEST_SYNC(1);
+	GUEST_DONE();
+}
+
+/*
+ * Counts the halter's interrupts, not its IPIs: one may be taken twice
+ * (TCG, see check_ipis()).
+ */
+static void guest_waker(void)
+{
+	bool synced = false;
+	uint64_t seen;
+
+	x2apic_enable();
+	while ((seen = READ_ONCE(guest_irqs)) < HALT_WARMUP + HALT_ROUNDS) {
+		if (!synced && seen >= HALT_WARMUP) {
+			GUEST_SYNC(0);
+			synced = true;
+		}
+		while (READ_ONCE(guest_halter_waiting) != seen)
+			cpu_relax();
+		x2apic_write_reg(APIC_ICR, (1ULL << 32) | APIC_DM_FIXED | SELF_IPI_VECTOR);
+		while (READ_ONCE(guest_irqs) == seen)
+			cpu_relax();
+	}
+	GUEST_SYNC(1);
+	GUEST_DONE();
+}
+
 static void guest_compute(void)
 {
 	uint64_t x = 88172645463325252ULL;
@@ -226,12 +315,13 @@ static void guest_code(void)
 	for (p = 0; p < NR_PHASES; p++) {
 		guest_phase(p, WARMUP);
 		/* Before the sync: a first touch of their page faults. */
-		irqs = guest_irqs;
-		early = guest_irqs_before_hlt;
+		irqs = READ_ONCE(guest_irqs);
+		early = READ_ONCE(guest_irqs_before_hlt);
 		GUEST_SYNC(0);
 		guest_phase(p, ITERATIONS);
 		/* The interrupts taken, and those that came before the HLT. */
-		GUEST_SYNC_ARGS(1, guest_irqs - irqs, guest_irqs_before_hlt - early, 0, 0);
+		GUEST_SYNC_ARGS(1, READ_ONCE(guest_irqs) - irqs,
+				READ_ONCE(guest_irqs_before_hlt) - early, 0, 0);
 	}
 	GUEST_SYNC(2);
 	guest_compute();
@@ -244,12 +334,14 @@ static const char * const stat_names[] = {
 	"exits", "asi_enters", "asi_exits_user", "asi_exits_sched",
 	"asi_exits_fault", "asi_exits_interrupt", "asi_exits_other",
 	"asi_fallbacks", "asi_flushes", "asi_flushes_skipped",
-	"halt_exits", "irq_window_exits",
+	"halt_exits", "irq_window_exits", "halt_attempted_poll",
+	"halt_successful_poll", "halt_wakeup",
 };
 
 enum {
 	S_EXITS, S_ENTERS, S_USER, S_SCHED, S_FAULT, S_IRQ, S_OTHER, S_FALLBACKS,
-	S_FLUSHES, S_SKIPPED, S_HALT, S_IRQ_WINDOW, NR_STATS
+	S_FLUSHES, S_SKIPPED, S_HALT, S_IRQ_WINDOW, S_POLLS,
+	S_POLLED, S_WAKEUPS, NR_STATS
 };
 
 struct stats_reader {
@@ -277,6 +369,13 @@ static void stats_open(struct stats_reader *r, struct kvm_vcpu *vcpu)
 		}
 		TEST_ASSERT(r->found[i], "vCPU stat %s missing", stat_names[i]);
 	}
+}
+
+/* The stats fd holds a reference to the VM: close it before the VM. */
+static void stats_close(struct stats_reader *r)
+{
+	close(r->fd);
+	free(r->desc);
 }
 
 static void stats_read(struct stats_reader *r, uint64_t *v)
@@ -395,6 +494,116 @@ static void print_faults(const char *when, const char *log)
 	printf("VM fault log %s:\n%s", when, log ? log : "  (not readable)\n");
 }
 
+struct halt_vcpu {
+	const char *name;
+	struct kvm_vcpu *vcpu;
+	struct stats_reader r;
+	uint64_t before[NR_STATS], after[NR_STATS];
+	pthread_t thread;
+};
+
+static void *halt_vcpu_thread(void *arg)
+{
+	struct halt_vcpu *h = arg;
+	struct ucall uc;
+
+	run_to_sync(h->vcpu, &uc);		/* the warm-up */
+	stats_read(&h->r, h->before);
+	run_to_sync(h->vcpu, &uc);
+	stats_read(&h->r, h->after);
+	vcpu_run(h->vcpu);
+	TEST_ASSERT(get_ucall(h->vcpu, &uc) == UCALL_DONE, "%s did not finish", h->name);
+	return NULL;
+}
+
+/*
+ * IPIs between two vCPUs, in a VM of their own: vCPU 0 (guest_waker())
+ * sends vCPU 1 an IPI and waits for its handler, round after round.
+ *
+ * With @halt, vCPU 1 halts in between (guest_halter()): a HLT that
+ * halt-polls or blocks. KVM leaves the domain before it does
+ * (vcpu_block()), so the halting vCPU must take no fallback fault; the
+ * sender's wakeups of a blocked vCPU run the scheduler's
+ * try_to_wake_up(), which no domain maps: they are shown, not checked.
+ *
+ * Without, vCPU 1 spins in the guest (guest_spinner()) and each IPI kicks
+ * its CPU out of guest mode with a host IPI.
+ *
+ * Returns false on a failed check that does not stop the test at once.
+ */
+static bool run_ipi_pair(bool halt, bool on, bool allow_fallbacks)
+{
+	struct halt_vcpu h[2] = {
+		{ .name = halt ? "hlt_wake" : "ipi_send" },
+		{ .name = halt ? "hlt_block" : "ipi_run" },
+	};
+	const char *name = h[1].name;
+	uint64_t d[2][NR_STATS];
+	struct kvm_vm *vm;
+	bool ok = true;
+	int i, j;
+
+	vm = vm_create(2);
+	h[0].vcpu = vm_vcpu_add(vm, 0, guest_waker);
+	h[1].vcpu = vm_vcpu_add(vm, 1, halt ? guest_halter : guest_spinner);
+	vm_install_exception_handler(vm, SELF_IPI_VECTOR, guest_irq_handler);
+	for (i = 0; i < 2; i++) {
+		stats_open(&h[i].r, h[i].vcpu);
+		TEST_ASSERT(!pthread_create(&h[i].thread, NULL, halt_vcpu_thread, &h[i]),
+			    "pthread_create");
+	}
+	for (i = 0; i < 2; i++) {
+		pthread_join(h[i].thread, NULL);
+		for (j = 0; j < NR_STATS; j++)
+			d[i][j] = h[i].after[j] - h[i].before[j];
+		printf("%-12s %8lu %8lu %8lu %8lu %8lu %8lu %8lu %10.2f %10.3f\n",
+		       h[i].name, d[i][S_EXITS], d[i][S_ENTERS], d[i][S_USER],
+		       d[i][S_SCHED], d[i][S_FAULT], d[i][S_IRQ], d[i][S_FLUSHES],
+		       d[i][S_EXITS] ? 1000.0 * d[i][S_FALLBACKS] / d[i][S_EXITS] : 0.0,
+		       d[i][S_EXITS] ? 2.0 * d[i][S_ENTERS] / d[i][S_EXITS] : 0.0);
+	}
+	printf("%s: %lu halt exits for %d IPIs; %lu halt-polls (%lu successful); %lu wakeups\n",
+	       name, d[1][S_HALT], HALT_ROUNDS, d[1][S_POLLS], d[1][S_POLLED],
+	       d[1][S_WAKEUPS]);
+
+	/* Each round halts, but where its IPI came before the HLT (TCG). */
+	if (halt)
+		TEST_ASSERT(d[1][S_HALT] >= HALT_ROUNDS - HALT_ROUNDS / 100,
+			    "%s: %lu halt exits for %d rounds", name, d[1][S_HALT],
+			    HALT_ROUNDS);
+	else
+		TEST_ASSERT(!d[1][S_HALT], "%s: %lu halt exits", name, d[1][S_HALT]);
+	if (!on) {
+		for (i = 0; i < 2; i++)
+			for (j = S_ENTERS; j <= S_SKIPPED; j++)
+				TEST_ASSERT(!d[i][j], "ASI off, but %s's %s moved by %lu",
+					    h[i].name, stat_names[j], d[i][j]);
+	} else {
+		if (d[1][S_FALLBACKS] && !allow_fallbacks) {
+			printf("FAIL: %s: %lu fallback faults in %lu exits\n",
+			       name, d[1][S_FALLBACKS], d[1][S_EXITS]);
+			ok = false;
+		}
+		if (d[0][S_FALLBACKS] || d[1][S_FALLBACKS]) {
+			char *faults = read_faults(vm);
+
+			print_faults("of the two-vCPU VM", faults);
+			free(faults);
+		}
+		/*
+		 * Every halt that polls or blocks leaves the table first, as a
+		 * schedule-out, but where a host interrupt had left it already.
+		 */
+		TEST_ASSERT(d[1][S_SCHED] + d[1][S_IRQ] >= d[1][S_POLLS],
+			    "%s: %lu schedule-outs and %lu interrupts for %lu halt-polls",
+			    name, d[1][S_SCHED], d[1][S_IRQ], d[1][S_POLLS]);
+	}
+	for (i = 0; i < 2; i++)
+		stats_close(&h[i].r);
+	kvm_vm_free(vm);
+	return ok;
+}
+
 int main(void)
 {
 	uint64_t before[NR_STATS], after[NR_STATS], d[NR_STATS];
@@ -455,7 +664,7 @@ int main(void)
 		 * filter (VMX's PAUSE-loop exiting) lets only long spins exit.
 		 */
 		if (p == PHASE_PAUSE && d[S_EXITS] < ITERATIONS) {
-			printf("SKIP %s: %lu exits for %d PAUSEs: this CPU filters PAUSE or does not intercept it; exit counts not checked\n",
+			printf("SKIP %s: %lu exits for %d PAUSEs (filtered or not intercepted)\n",
 			       phases[p].name, d[S_EXITS], ITERATIONS);
 		} else {
 			TEST_ASSERT(d[S_EXITS] >= ITERATIONS,
@@ -538,7 +747,13 @@ int main(void)
 
 	vcpu_run(vcpu);
 	TEST_ASSERT(get_ucall(vcpu, &uc) == UCALL_DONE, "guest did not finish");
-	TEST_ASSERT(!failed, "fallback faults on exits that must be fault-free");
+	stats_close(&r);
 	kvm_vm_free(vm);
+
+	if (!run_ipi_pair(true, on, allow_fallbacks))
+		failed = true;
+	if (!run_ipi_pair(false, on, allow_fallbacks))
+		failed = true;
+	TEST_ASSERT(!failed, "fallback faults on exits that must be fault-free");
 	return 0;
 }
