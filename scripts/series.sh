@@ -33,6 +33,7 @@ T=$B/linux			# out/linux and out/build/ so that ccache
 BO=$B/build/default		# hits across the two
 S=$OUT/series
 LAYOUT=$TOP/patches/upstream/layout
+WAIVERS=$TOP/patches/upstream/checkpatch-waivers
 AUTHOR="KVM ASI developers <kvm-asi@kvm-asi.invalid>"
 
 t() { git -C "$T" "$@"; }
@@ -159,6 +160,21 @@ numbers() {
 	fi
 }
 
+# The checkpatch warnings the series keeps, for the cover letter.
+waivers() {
+	local patch type reason
+	if [ ! -f "$WAIVERS" ] || ! grep -q -v '^[[:space:]]*\(#\|$\)' "$WAIVERS"; then
+		echo "checkpatch --strict reports no errors and no warnings."
+		return
+	fi
+	echo "checkpatch --strict reports no errors; the warnings it reports are"
+	echo "false positives:"
+	grep -v '^[[:space:]]*\(#\|$\)' "$WAIVERS" | while read -r patch type reason; do
+		echo "- $type in \"$(awk '/^Subject: /{ s = $0; while ((getline l) > 0 && l ~ /^ /) s = s l;
+			sub(/^Subject: \[PATCH[^]]*\] */, "", s); print s; exit }' "$S"/[0-9]*-"$patch".patch)\": $reason."
+	done | fold -s -w 72 | sed 's/ *$//; 2,$s/^\([^-]\)/  \1/'
+}
+
 write_series() {
 	build_series
 	rm -rf "$S"
@@ -170,10 +186,11 @@ write_series() {
 	base=$(sed -n 's/^package: //p' "$SRC/.git/asi-kernel-version")
 	body=$(mktemp)
 	tail -n +3 "$TOP/patches/upstream/cover-letter" >"$body"
-	python3 - "$cover" "$subj" "$body" "$base" "$(numbers)" <<-'EOF'
+	python3 - "$cover" "$subj" "$body" "$base" "$(numbers)" "$(waivers)" <<-'EOF'
 	import sys
-	cover, subj, body, base, numbers = sys.argv[1:]
+	cover, subj, body, base, numbers, waivers = sys.argv[1:]
 	text = open(body).read().replace("@NUMBERS@", numbers).replace("@BASE@", base)
+	text = text.replace("@WAIVERS@", waivers)
 	s = open(cover).read()
 	s = s.replace("*** SUBJECT HERE ***", subj).replace("*** BLURB HERE ***", text.rstrip())
 	open(cover, "w").write(s)
@@ -227,10 +244,33 @@ build_commit() {
 	kmake vmlinux >>"$log" 2>&1
 }
 
+# Drop from the checkpatch output in variable $2 the warnings that
+# patches/upstream/checkpatch-waivers waives for patch $1, and put one line
+# per waiver used into variable $3. Fails, with the reason in $3, on a
+# waiver that matches no warning of the patch: a waiver never outlives
+# its false positive.
+waive() {
+	local -n _out=$2 _note=$3
+	local slug=${1#[0-9][0-9][0-9][0-9]-} patch type reason hits
+	slug=${slug%.patch}
+	_note=
+	[ -f "$WAIVERS" ] || return 0
+	while read -r patch type reason; do
+		[ "$patch" = "$slug" ] || continue
+		hits=$(grep -c ": WARNING:$type:" <<<"$_out" || true)
+		if [ "$hits" -eq 0 ]; then
+			_note="waiver '$type' in $(basename "$WAIVERS") matches no warning of this patch"
+			return 1
+		fi
+		_out=$(grep -v ": WARNING:$type:" <<<"$_out" || true)
+		_note+="${_note:+$'\n'}       waived: $hits checkpatch $type warning(s): $reason"
+	done < <(grep -v '^[[:space:]]*\(#\|$\)' "$WAIVERS")
+}
+
 verify_series() {
 	need_pkgs $BUILD_PKGS $CHECK_PKGS
 	write_series
-	local fails=0 n=0 c p name out errs warns checks total_checks=0
+	local fails=0 n=0 c p name out waived errs warns checks total_checks=0
 
 	# 1. The written patches apply to the pristine source, in order, and
 	#    give the tested tree.
@@ -254,6 +294,9 @@ verify_series() {
 		p=$(ls "$S"/$(printf '%04d' "$n")-*.patch)
 		name=$(basename "$p")
 		out=$(cd "$T" && $cp "$p" 2>&1 || true)
+		if ! waive "$name" out waived; then
+			echo "FAIL $name: $waived"; fails=$((fails + 1))
+		fi
 		errs=$(grep -c ': ERROR:' <<<"$out" || true)
 		warns=$(grep -c ': WARNING:' <<<"$out" || true)
 		checks=$(grep -c ': CHECK:' <<<"$out" || true)
@@ -266,8 +309,17 @@ verify_series() {
 			echo "FAIL $name: $why"; fails=$((fails + 1))
 		else
 			echo "ok   $name${checks:+$( [ "$checks" -gt 0 ] && echo " ($checks checkpatch checks)")}"
+			[ -z "$waived" ] || echo "$waived"
 		fi
 	done < <(t rev-list --reverse refs/tags/pristine..series-tip)
+
+	# A waiver for a patch that is no longer in the series is stale too.
+	local slug
+	[ ! -f "$WAIVERS" ] ||
+	for slug in $(grep -v '^[[:space:]]*\(#\|$\)' "$WAIVERS" | awk '{ print $1 }'); do
+		ls "$S"/[0-9][0-9][0-9][0-9]-"$slug".patch >/dev/null 2>&1 ||
+			{ echo "FAIL $(basename "$WAIVERS") names $slug, which no patch is"; fails=$((fails + 1)); }
+	done
 
 	# 3. MAINTAINERS names the ASI entry for every new file.
 	local f orphans=
