@@ -646,7 +646,7 @@ static const char *advice(const char *what)
 	if (!strncmp(what, "per-CPU", 7))
 		return "per-CPU variable: DEFINE_PER_CPU_ASI() if entry or KVM's run loop needs it (every domain maps it)";
 	if (!strncmp(what, "kernel", 6))
-		return "kernel image data: __asi_data if it holds nothing secret, else leave it";
+		return "kernel image data: __asi_data (__asi_read_mostly if __read_mostly) if it holds nothing secret, else leave it";
 	if (!strncmp(what, "direct map: slab", 16))
 		return "slab object: if the VM owns it, allocate it page-owned (asi_owned_size()) and map it per VM";
 	if (!strncmp(what, "direct map: page table", 22))

@@ -2,6 +2,7 @@
 #ifndef __ASM_GENERIC_ASI_H
 #define __ASM_GENERIC_ASI_H
 
+#include <linux/cache.h>
 #include <linux/compiler.h>
 #include <linux/types.h>
 
@@ -24,6 +25,7 @@ struct asi;
 #define DEFINE_PER_CPU_ASI(type, name)	DEFINE_PER_CPU(type, name)
 #define DEFINE_PER_CPU_ASI_ALIGNED(type, name) DEFINE_PER_CPU_ALIGNED(type, name)
 #define __asi_data
+#define __asi_read_mostly	__read_mostly
 
 static __always_inline bool asi_enabled(void)
 {

@@ -97,6 +97,7 @@
  * built on this: see Documentation/arch/x86/asi.rst.
  */
 
+#include <linux/cache.h>
 #include <linux/compiler.h>
 #include <linux/jump_label.h>
 #include <linux/list.h>
@@ -230,11 +231,18 @@ extern char __per_cpu_asi_start[], __per_cpu_asi_end[];
  * The global twin: data that every domain maps, in page-aligned pages of
  * its own (with the tracepoint string table, which holds only pointers
  * to constant strings). Nothing secret may go there.
+ *
+ * __asi_read_mostly is for data that would otherwise be __read_mostly: it
+ * is grouped at the start of those pages, cache-line aligned apart from
+ * the __asi_data that is written often (the timekeeping readout), and is
+ * __read_mostly in a module and when ASI is compiled out.
  */
 #ifndef MODULE
-#define __asi_data	__section(".data..asi")
+#define __asi_data		__section(".data..asi")
+#define __asi_read_mostly	__section(".data..asi..read_mostly")
 #else
 #define __asi_data
+#define __asi_read_mostly	__read_mostly
 #endif
 
 extern char __asi_data_start[], __asi_data_end[];

@@ -225,62 +225,54 @@ static void guest_phase(enum phase p, int n)
  */
 static uint64_t guest_halter_waiting = -1ULL;
 
-static void guest_halt_until(uint64_t irqs)
+/*
+ * Wait until the vCPU has taken @irqs interrupts. With @halt, halt for
+ * each (STI;HLT), so that each IPI ends a HLT. Without, spin in the guest
+ * with interrupts on, so that each IPI finds the vCPU in guest mode and
+ * KVM kicks its CPU out of it. The spin uses PAUSE, which lets the other
+ * vCPU run under QEMU's single-threaded TCG; run_ipi_pair() turns PAUSE
+ * exits off for the VM, so that a pause filter does not send the spinning
+ * vCPU to kvm_vcpu_on_spin(), which yields through the scheduler.
+ */
+static void guest_wait_irqs(uint64_t irqs, bool halt)
 {
+	if (!halt)
+		asm volatile("sti" ::: "memory");
 	while (READ_ONCE(guest_irqs) < irqs) {
 		WRITE_ONCE(guest_halter_waiting, READ_ONCE(guest_irqs));
-		guest_sti_hlt();
+		if (halt)
+			guest_sti_hlt();
+		else
+			cpu_relax();
 	}
+	if (!halt)
+		asm volatile("cli" ::: "memory");
+}
+
+/* vCPU 1 of run_ipi_pair(): takes the waker's IPIs, halting or running. */
+static void guest_ipi_target(bool halt)
+{
+	x2apic_enable();
+	guest_wait_irqs(HALT_WARMUP, halt);
+	GUEST_SYNC(0);
+	guest_wait_irqs(HALT_WARMUP + HALT_ROUNDS, halt);
+	GUEST_SYNC(1);
+	GUEST_DONE();
 }
 
 static void guest_halter(void)
 {
-	x2apic_enable();
-	guest_halt_until(HALT_WARMUP);
-	GUEST_SYNC(0);
-	guest_halt_until(HALT_WARMUP + HALT_ROUNDS);
-	GUEST_SYNC(1);
-	GUEST_DONE();
-}
-
-/*
- * Spin with PAUSE, which lets the other vCPU run under QEMU's
- * single-threaded TCG; run_ipi_pair() turns PAUSE exits off for the VM,
- * so that a pause filter does not send the spinning vCPU to
- * kvm_vcpu_on_spin(), which yields through the scheduler.
- */
-static void guest_spin(void)
-{
-	cpu_relax();
-}
-
-/*
- * The target of IPIs that runs: interrupts on, spinning in the guest, so
- * that each IPI finds it in guest mode and KVM kicks its CPU out of it.
- */
-static void guest_spin_until(uint64_t irqs)
-{
-	asm volatile("sti" ::: "memory");
-	while (READ_ONCE(guest_irqs) < irqs) {
-		WRITE_ONCE(guest_halter_waiting, READ_ONCE(guest_irqs));
-		guest_spin();
-	}
-	asm volatile("cli" ::: "memory");
+	guest_ipi_target(true);
 }
 
 static void guest_spinner(void)
 {
-	x2apic_enable();
-	guest_spin_until(HALT_WARMUP);
-	GUEST_SYNC(0);
-	guest_spin_until(HALT_WARMUP + HALT_ROUNDS);
-	GUEST_SYNC(1);
-	GUEST_DONE();
+	guest_ipi_target(false);
 }
 
 /*
  * Counts the halter's interrupts, not its IPIs: one may be taken twice
- * (TCG, see check_ipis()).
+ * (TCG, see check_ipis()). Waits with PAUSE, as guest_wait_irqs() does.
  */
 static void guest_waker(void)
 {
@@ -301,12 +293,12 @@ static void guest_waker(void)
 		 * guest_irqs on after the target last said it was waiting.
 		 */
 		if (READ_ONCE(guest_halter_waiting) != seen) {
-			guest_spin();
+			cpu_relax();
 			continue;
 		}
 		x2apic_write_reg(APIC_ICR, (1ULL << 32) | APIC_DM_FIXED | SELF_IPI_VECTOR);
 		while (READ_ONCE(guest_irqs) == seen)
-			guest_spin();
+			cpu_relax();
 	}
 	GUEST_SYNC(1);
 	GUEST_DONE();
@@ -539,6 +531,19 @@ static char *read_faults(struct kvm_vm *vm)
 	return log;
 }
 
+/*
+ * One row of the table main() heads. The callers count @exits and the
+ * CR3 writes per exit, @cr3, each its own way (main() drops the sync's
+ * own exit to user space).
+ */
+static void print_row(const char *name, const uint64_t *d, double exits, double cr3)
+{
+	printf("%-12s %8lu %8lu %8lu %8lu %8lu %8lu %8lu %10.2f %10.3f\n",
+	       name, d[S_EXITS], d[S_ENTERS], d[S_USER], d[S_SCHED], d[S_FAULT],
+	       d[S_IRQ], d[S_FLUSHES], exits ? 1000.0 * d[S_FALLBACKS] / exits : 0.0,
+	       cr3);
+}
+
 static void print_faults(const char *when, const char *log)
 {
 	printf("VM fault log %s:\n%s", when, log ? log : "  (not readable)\n");
@@ -609,11 +614,8 @@ static bool run_ipi_pair(bool halt, bool on, bool apicv, bool allow_fallbacks)
 		pthread_join(h[i].thread, NULL);
 		for (j = 0; j < NR_STATS; j++)
 			d[i][j] = h[i].after[j] - h[i].before[j];
-		printf("%-12s %8lu %8lu %8lu %8lu %8lu %8lu %8lu %10.2f %10.3f\n",
-		       h[i].name, d[i][S_EXITS], d[i][S_ENTERS], d[i][S_USER],
-		       d[i][S_SCHED], d[i][S_FAULT], d[i][S_IRQ], d[i][S_FLUSHES],
-		       d[i][S_EXITS] ? 1000.0 * d[i][S_FALLBACKS] / d[i][S_EXITS] : 0.0,
-		       d[i][S_EXITS] ? 2.0 * d[i][S_ENTERS] / d[i][S_EXITS] : 0.0);
+		print_row(h[i].name, d[i], d[i][S_EXITS],
+			  d[i][S_EXITS] ? 2.0 * d[i][S_ENTERS] / d[i][S_EXITS] : 0.0);
 	}
 	printf("%s: %lu halt exits for %d IPIs; %lu halt-polls (%lu successful); %lu wakeups\n",
 	       name, d[1][S_HALT], HALT_ROUNDS, d[1][S_POLLS], d[1][S_POLLED],
@@ -717,12 +719,8 @@ int main(void)
 
 		/* The sync's own exit to user space is in the deltas: drop it. */
 		exits = d[S_EXITS] ? d[S_EXITS] - 1 : 0;
-		printf("%-12s %8lu %8lu %8lu %8lu %8lu %8lu %8lu %10.2f %10.3f\n",
-		       phases[p].name, d[S_EXITS], d[S_ENTERS], d[S_USER], d[S_SCHED],
-		       d[S_FAULT], d[S_IRQ], d[S_FLUSHES],
-		       exits ? 1000.0 * d[S_FALLBACKS] / exits : 0.0,
-		       exits && d[S_ENTERS] ?
-		       (double)(2 * d[S_ENTERS] - 2) / exits : 0.0);
+		print_row(phases[p].name, d, exits, exits && d[S_ENTERS] ?
+			  (double)(2 * d[S_ENTERS] - 2) / exits : 0.0);
 
 		/*
 		 * PAUSE exits only where the CPU intercepts it without a
