@@ -20,6 +20,13 @@
  * instructions. A last phase runs a CPU-bound loop with no exits as the
  * control.
  *
+ * Dirty logging: the guest writes to the pages of a dirty-logged memslot
+ * in turn, and after each round the host collects the log
+ * (KVM_GET_DIRTY_LOG), which write-protects the pages again: every write
+ * is an NPT fault on mapped guest memory, which KVM fixes without leaving
+ * the kernel (a "fast" page fault, KVM's pf_fast counter), and each round
+ * one exit to user space. Each collection must find every page dirty.
+ *
  * HLT, interrupt windows and PAUSE: the guest sends itself an IPI with
  * interrupts off, then halts right after STI (HLT in the STI shadow: the
  * halt finds the interrupt pending and does not block) or opens an
@@ -64,6 +71,11 @@
 #define USER_PORT	0x80	/* no in-kernel device: KVM_EXIT_IO */
 #define SELF_IPI_VECTOR	0xf1
 #define PIC_PORT	0x21	/* the in-kernel PIC */
+/* The dirty-logged memslot, and the port where the host collects its log. */
+#define DIRTY_GPA	0xc0000000ULL
+#define DIRTY_SLOT	10
+#define DIRTY_PAGES	64
+#define DIRTY_PORT	0x81
 
 enum phase {
 	PHASE_CPUID,
@@ -73,6 +85,7 @@ enum phase {
 	PHASE_MMIO_KERNEL,
 	PHASE_MMIO_WALK,
 	PHASE_PIO_USER,
+	PHASE_DIRTY_LOG,
 	PHASE_IRQ_WINDOW,
 	PHASE_PAUSE,
 	PHASE_HLT,
@@ -98,6 +111,7 @@ static const struct {
 	[PHASE_MMIO_KERNEL]	= { "mmio_kernel",	true,	false },
 	[PHASE_MMIO_WALK]	= { "mmio_walk",	true,	false },
 	[PHASE_PIO_USER]	= { "pio_user",		true,	true },
+	[PHASE_DIRTY_LOG]	= { "dirty_log",	true,	false },
 	[PHASE_IRQ_WINDOW]	= { "irq_window",	true,	false },
 	[PHASE_PAUSE]		= { "pause",		true,	false },
 	[PHASE_HLT]		= { "hlt",		true,	false },
@@ -191,6 +205,11 @@ static void guest_phase(enum phase p, int n)
 			break;
 		case PHASE_PIO_USER:
 			guest_outb(USER_PORT, 0);
+			break;
+		case PHASE_DIRTY_LOG:
+			WRITE_ONCE(*(uint64_t *)(DIRTY_GPA + (i % DIRTY_PAGES) * PAGE_SIZE), i);
+			if (i % DIRTY_PAGES == DIRTY_PAGES - 1)
+				guest_outb(DIRTY_PORT, 0);
 			break;
 		case PHASE_HLT:
 			guest_self_ipi();
@@ -347,13 +366,13 @@ static const char * const stat_names[] = {
 	"asi_exits_fault", "asi_exits_interrupt", "asi_exits_other",
 	"asi_fallbacks", "asi_flushes", "asi_flushes_skipped",
 	"halt_exits", "irq_window_exits", "halt_attempted_poll",
-	"halt_successful_poll", "halt_wakeup",
+	"halt_successful_poll", "halt_wakeup", "pf_fast",
 };
 
 enum {
 	S_EXITS, S_ENTERS, S_USER, S_SCHED, S_FAULT, S_IRQ, S_OTHER, S_FALLBACKS,
 	S_FLUSHES, S_SKIPPED, S_HALT, S_IRQ_WINDOW, S_POLLS,
-	S_POLLED, S_WAKEUPS, NR_STATS
+	S_POLLED, S_WAKEUPS, S_PF_FAST, NR_STATS
 };
 
 struct stats_reader {
@@ -426,19 +445,52 @@ static bool module_param_on(const char *path)
 }
 
 /*
+ * A parameter of the vendor module that runs the VMs. With KVM built in,
+ * both vendor modules' parameters exist whatever the CPU: read the one
+ * of this CPU's vendor.
+ */
+static bool vendor_param_on(const char *amd, const char *intel)
+{
+	char path[128];
+
+	if (!host_cpu_is_amd && !host_cpu_is_intel)
+		return false;
+	snprintf(path, sizeof(path), "/sys/module/%s/parameters/%s",
+		 host_cpu_is_amd ? "kvm_amd" : "kvm_intel",
+		 host_cpu_is_amd ? amd : intel);
+	return module_param_on(path);
+}
+
+/*
  * With APICv (AVIC), interrupts are delivered without interrupt-window
  * exits, and IPIs to a running vCPU without a kick: the checks on those
  * exit counts do not apply. QEMU's TCG has neither.
  */
 static bool apicv_on(void)
 {
-	return module_param_on("/sys/module/kvm_amd/parameters/avic") ||
-	       module_param_on("/sys/module/kvm_intel/parameters/enable_apicv");
+	return vendor_param_on("avic", "enable_apicv");
+}
+
+/*
+ * Collect the dirty memslot's log, which write-protects the pages logged
+ * dirty again. The guest wrote every page since the last collection.
+ */
+static void collect_dirty_log(struct kvm_vm *vm)
+{
+	unsigned long log[DIRTY_PAGES / (8 * sizeof(unsigned long))] = { };
+	int i, dirty = 0;
+
+	kvm_vm_get_dirty_log(vm, DIRTY_SLOT, log);
+	for (i = 0; i < ARRAY_SIZE(log); i++)
+		dirty += __builtin_popcountl(log[i]);
+	TEST_ASSERT(dirty == DIRTY_PAGES, "dirty log: %d of %d pages dirty",
+		    dirty, DIRTY_PAGES);
 }
 
 /*
  * Run until the guest's next GUEST_SYNC, which is left in *uc; count the
- * user-space PIO exits.
+ * PIO exits to user space (to USER_PORT, and to DIRTY_PORT, where the
+ * dirty log is collected).
  */
 static uint64_t run_to_sync(struct kvm_vcpu *vcpu, struct ucall *uc)
 {
@@ -454,9 +506,12 @@ static uint64_t run_to_sync(struct kvm_vcpu *vcpu, struct ucall *uc)
 			break;
 		case UCALL_NONE:
 			TEST_ASSERT(vcpu->run->exit_reason == KVM_EXIT_IO &&
-				    vcpu->run->io.port == USER_PORT,
+				    (vcpu->run->io.port == USER_PORT ||
+				     vcpu->run->io.port == DIRTY_PORT),
 				    "unexpected exit %s",
 				    exit_reason_str(vcpu->run->exit_reason));
+			if (vcpu->run->io.port == DIRTY_PORT)
+				collect_dirty_log(vcpu->vm);
 			user_pio++;
 			break;
 		default:
@@ -494,6 +549,26 @@ static void check_ipis(enum phase p, struct ucall *uc, const uint64_t *d, bool a
 	TEST_ASSERT(named >= ITERATIONS - ITERATIONS / 100,
 		    "%s: %lu %s exits for %d iterations", phases[p].name, named,
 		    p == PHASE_HLT ? "halt" : "interrupt-window", ITERATIONS);
+}
+
+/*
+ * The dirty-logging phase: one collection per round of DIRTY_PAGES writes,
+ * and each write after a collection an NPT fault that KVM fixed in its
+ * fast path. With PML (VMX) KVM clears dirty bits instead of
+ * write-protecting, and the writes do not fault.
+ */
+static void check_dirty_log(uint64_t user_pio, const uint64_t *d)
+{
+	TEST_ASSERT(user_pio == ITERATIONS / DIRTY_PAGES,
+		    "dirty_log: %lu collections for %d writes", user_pio, ITERATIONS);
+	if (host_cpu_is_intel && vendor_param_on("", "pml")) {
+		printf("SKIP dirty_log: %lu fast page faults: PML logs writes without them\n",
+		       d[S_PF_FAST]);
+		return;
+	}
+	TEST_ASSERT(d[S_PF_FAST] >= ITERATIONS - DIRTY_PAGES,
+		    "dirty_log: %lu fast page faults for %d writes", d[S_PF_FAST],
+		    ITERATIONS);
 }
 
 static double elapsed_ns(const struct timespec *a, const struct timespec *b)
@@ -693,6 +768,9 @@ int main(void)
 	vm_install_exception_handler(vm, SELF_IPI_VECTOR, guest_irq_handler);
 	virt_map(vm, IOAPIC_GPA, IOAPIC_GPA, 1);
 	virt_map(vm, APIC_DEFAULT_GPA, APIC_DEFAULT_GPA, 1);
+	vm_userspace_mem_region_add(vm, VM_MEM_SRC_ANONYMOUS, DIRTY_GPA, DIRTY_SLOT,
+				    DIRTY_PAGES, KVM_MEM_LOG_DIRTY_PAGES);
+	virt_map(vm, DIRTY_GPA, DIRTY_GPA, DIRTY_PAGES);
 	stats_open(&r, vcpu);
 
 	printf("ASI is %s; %d iterations per exit type after %d of warm-up\n",
@@ -742,6 +820,8 @@ int main(void)
 				    phases[p].name, user_pio);
 		if (p == PHASE_HLT || p == PHASE_IRQ_WINDOW)
 			check_ipis(p, &uc, d, apicv);
+		if (p == PHASE_DIRTY_LOG)
+			check_dirty_log(user_pio, d);
 
 		if (!on) {
 			for (i = S_ENTERS; i <= S_SKIPPED; i++)
