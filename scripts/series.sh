@@ -162,17 +162,18 @@ numbers() {
 
 # The checkpatch warnings the series keeps, for the cover letter.
 waivers() {
-	local patch type reason
-	if [ ! -f "$WAIVERS" ] || ! grep -q -v '^[[:space:]]*\(#\|$\)' "$WAIVERS"; then
+	local patch type count reason
+	if [ -z "$(waiver_lines)" ]; then
 		echo "checkpatch --strict reports no errors and no warnings."
 		return
 	fi
 	echo "checkpatch --strict reports no errors; the warnings it reports are"
 	echo "false positives:"
-	grep -v '^[[:space:]]*\(#\|$\)' "$WAIVERS" | while read -r patch type reason; do
+	waiver_lines | while read -r patch type count reason; do
 		echo "- $type in \"$(awk '/^Subject: /{ s = $0; while ((getline l) > 0 && l ~ /^ /) s = s l;
-			sub(/^Subject: \[PATCH[^]]*\] */, "", s); print s; exit }' "$S"/[0-9]*-"$patch".patch)\": $reason."
-	done | fold -s -w 72 | sed 's/ *$//; 2,$s/^\([^-]\)/  \1/'
+			sub(/^Subject: \[PATCH[^]]*\] */, "", s); print s; exit }' "$S"/[0-9][0-9][0-9][0-9]-"$patch".patch)\": $reason." |
+			fold -s -w 70 | sed 's/ *$//; 1!s/^/  /'
+	done
 }
 
 write_series() {
@@ -244,27 +245,33 @@ build_commit() {
 	kmake vmlinux >>"$log" 2>&1
 }
 
+# The waivers, one "PATCH TYPE COUNT REASON" per line.
+waiver_lines() {
+	[ ! -f "$WAIVERS" ] || grep -v '^[[:space:]]*\(#\|$\)' "$WAIVERS" || true
+}
+
 # Drop from the checkpatch output in variable $2 the warnings that
 # patches/upstream/checkpatch-waivers waives for patch $1, and put one line
-# per waiver used into variable $3. Fails, with the reason in $3, on a
-# waiver that matches no warning of the patch: a waiver never outlives
-# its false positive.
+# per waiver used into variable $3. A waiver holds only for exactly COUNT
+# warnings of its type; otherwise it fails, with the reason in $3, so that
+# a waiver neither outlives its false positive nor hides a new warning.
 waive() {
 	local -n _out=$2 _note=$3
-	local slug=${1#[0-9][0-9][0-9][0-9]-} patch type reason hits
+	local slug=${1#[0-9][0-9][0-9][0-9]-} patch type count reason hits bad=0
 	slug=${slug%.patch}
 	_note=
-	[ -f "$WAIVERS" ] || return 0
-	while read -r patch type reason; do
+	while read -r patch type count reason; do
 		[ "$patch" = "$slug" ] || continue
 		hits=$(grep -c ": WARNING:$type:" <<<"$_out" || true)
-		if [ "$hits" -eq 0 ]; then
-			_note="waiver '$type' in $(basename "$WAIVERS") matches no warning of this patch"
-			return 1
+		if [ "$hits" != "$count" ]; then
+			_note+="${_note:+$'\n'}       waiver of $count $type warning(s): the patch has $hits"
+			bad=1
+			continue
 		fi
 		_out=$(grep -v ": WARNING:$type:" <<<"$_out" || true)
 		_note+="${_note:+$'\n'}       waived: $hits checkpatch $type warning(s): $reason"
-	done < <(grep -v '^[[:space:]]*\(#\|$\)' "$WAIVERS")
+	done < <(waiver_lines)
+	return $bad
 }
 
 verify_series() {
@@ -295,7 +302,10 @@ verify_series() {
 		name=$(basename "$p")
 		out=$(cd "$T" && $cp "$p" 2>&1 || true)
 		if ! waive "$name" out waived; then
-			echo "FAIL $name: $waived"; fails=$((fails + 1))
+			echo "FAIL $name: checkpatch waivers do not match"
+			echo "$waived"
+			fails=$((fails + 1))
+			continue
 		fi
 		errs=$(grep -c ': ERROR:' <<<"$out" || true)
 		warns=$(grep -c ': WARNING:' <<<"$out" || true)
@@ -313,13 +323,15 @@ verify_series() {
 		fi
 	done < <(t rev-list --reverse refs/tags/pristine..series-tip)
 
-	# A waiver for a patch that is no longer in the series is stale too.
-	local slug
-	[ ! -f "$WAIVERS" ] ||
-	for slug in $(grep -v '^[[:space:]]*\(#\|$\)' "$WAIVERS" | awk '{ print $1 }'); do
+	# A waiver for a patch that is no longer in the series is stale too,
+	# and one without a count or a reason is malformed.
+	local slug type count reason
+	while read -r slug type count reason; do
+		[[ "$count" =~ ^[1-9][0-9]*$ ]] && [ -n "$reason" ] ||
+			{ echo "FAIL $(basename "$WAIVERS"): '$slug $type $count': needs PATCH TYPE COUNT REASON"; fails=$((fails + 1)); }
 		ls "$S"/[0-9][0-9][0-9][0-9]-"$slug".patch >/dev/null 2>&1 ||
 			{ echo "FAIL $(basename "$WAIVERS") names $slug, which no patch is"; fails=$((fails + 1)); }
-	done
+	done < <(waiver_lines)
 
 	# 3. MAINTAINERS names the ASI entry for every new file.
 	local f orphans=
