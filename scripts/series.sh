@@ -257,8 +257,8 @@ waiver_lines() {
 # a waiver neither outlives its false positive nor hides a new warning.
 waive() {
 	local -n _out=$2 _note=$3
-	local slug=${1#[0-9][0-9][0-9][0-9]-} patch type count reason hits bad=0
-	slug=${slug%.patch}
+	local slug patch type count reason hits bad=0
+	slug=$(slug "$1")
 	_note=
 	while read -r patch type count reason; do
 		[ "$patch" = "$slug" ] || continue
