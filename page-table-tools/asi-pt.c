@@ -656,7 +656,7 @@ static const char *advice(const char *what)
 	if (!strncmp(what, "vmalloc", 7))
 		return "vmalloc area: map it per VM where it is allocated, if the VM owns it";
 	if (!strncmp(what, "module", 6))
-		return "module data: not in ASI's sections (build KVM in, or map it)";
+		return "module data: __asi_data (__asi_read_mostly if __read_mostly) or DEFINE_PER_CPU_ASI() if not secret (modules' text and rodata are mapped)";
 	if (!strncmp(what, "user", 4))
 		return "user memory: asi_share_user() the VMM's mm";
 	if (!strncmp(what, "struct page", 11))

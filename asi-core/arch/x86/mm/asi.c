@@ -107,20 +107,25 @@ early_param("asi", asi_setup);
 #define ASI_GFP		(GFP_KERNEL_ACCOUNT | __GFP_NOWARN)
 
 /*
- * One mapped range of a domain or of the allowlist. Stored in maple trees
- * keyed by [start, end - 1]; the owner is a string with static lifetime.
+ * One mapped range of a domain or of asi_global_ranges. Stored in maple
+ * trees keyed by [start, end - 1]; the owner is a string that outlives
+ * the range (a module's name, for a module's ranges).
  */
 struct asi_range {
 	unsigned long start;
 	unsigned long end;
 	const char *owner;
 	enum asi_owner_class class;
+	bool ro;	/* mapped without write access */
 };
 
-/* Every live domain, and the allowlist; both under asi_domains_lock. */
+/*
+ * Every live domain, and what every domain maps beyond its always-mapped
+ * set (the allowlist, loaded modules); both under asi_domains_lock.
+ */
 static LIST_HEAD(asi_domains);
 static DEFINE_MUTEX(asi_domains_lock);
-static DEFINE_MTREE(asi_allowlist);
+static DEFINE_MTREE(asi_global_ranges);
 static atomic_t asi_next_id = ATOMIC_INIT(0);
 static atomic64_t asi_next_gen = ATOMIC64_INIT(0);
 
@@ -226,7 +231,8 @@ static void asi_flush_range(unsigned long start, unsigned long end)
 	flush_tlb_kernel_range(start, end);
 }
 
-static int asi_set_ptes(struct asi *asi, unsigned long start, unsigned long end)
+/* Copy the kernel's PTEs of [start, end); without write access if @ro. */
+static int asi_set_ptes(struct asi *asi, unsigned long start, unsigned long end, bool ro)
 {
 	unsigned long va;
 	pte_t kpte, *pte;
@@ -236,6 +242,8 @@ static int asi_set_ptes(struct asi *asi, unsigned long start, unsigned long end)
 		err = asi_kernel_pte(va, &kpte);
 		if (err)
 			goto undo;
+		if (ro)
+			kpte = pte_clear_flags(kpte, _PAGE_RW);
 		pte = pgtable_walk_alloc_pte(asi->pgd + pgd_index(va), va, ASI_GFP, false);
 		if (!pte) {
 			err = -ENOMEM;
@@ -265,8 +273,8 @@ static struct asi_range *asi_range_alloc(unsigned long start, unsigned long end,
 	return r;
 }
 
-static int asi_map_range(struct asi *asi, unsigned long start, unsigned long end,
-			 const char *owner, enum asi_owner_class class)
+static int __asi_map_range(struct asi *asi, unsigned long start, unsigned long end,
+			   const char *owner, enum asi_owner_class class, bool ro)
 {
 	struct asi_range *r;
 	int err;
@@ -274,11 +282,12 @@ static int asi_map_range(struct asi *asi, unsigned long start, unsigned long end
 	r = asi_range_alloc(start, end, owner, class, GFP_KERNEL_ACCOUNT);
 	if (!r)
 		return -ENOMEM;
+	r->ro = ro;
 
 	mutex_lock(&asi->lock);
 	err = mtree_insert_range(&asi->ranges, start, end - 1, r, GFP_KERNEL_ACCOUNT);
 	if (!err) {
-		err = asi_set_ptes(asi, start, end);
+		err = asi_set_ptes(asi, start, end, ro);
 		if (err)
 			mtree_erase(&asi->ranges, start);
 	}
@@ -286,6 +295,12 @@ static int asi_map_range(struct asi *asi, unsigned long start, unsigned long end
 	if (err)
 		kfree(r);
 	return err;
+}
+
+static int asi_map_range(struct asi *asi, unsigned long start, unsigned long end,
+			 const char *owner, enum asi_owner_class class)
+{
+	return __asi_map_range(asi, start, end, owner, class, false);
 }
 
 /* Unmap exactly the range that starts at @start; false if there is none. */
@@ -770,7 +785,10 @@ static int asi_map_always(struct asi *asi)
 	return 0;
 }
 
-/* Map every allowlist range into a new domain; asi_domains_lock held. */
+/*
+ * Map every range of asi_global_add() (the allowlist, loaded modules) into
+ * a new domain; asi_domains_lock held.
+ */
 static int asi_map_allowlist(struct asi *asi)
 {
 	struct asi_range *r;
@@ -778,8 +796,8 @@ static int asi_map_allowlist(struct asi *asi)
 	int err;
 
 	lockdep_assert_held(&asi_domains_lock);
-	mt_for_each(&asi_allowlist, r, index, ULONG_MAX) {
-		err = asi_map_range(asi, r->start, r->end, r->owner, ASI_OWNER_ALLOWLIST);
+	mt_for_each(&asi_global_ranges, r, index, ULONG_MAX) {
+		err = __asi_map_range(asi, r->start, r->end, r->owner, r->class, r->ro);
 		if (err)
 			return err;
 	}
@@ -890,6 +908,48 @@ void asi_put(struct asi *asi)
 }
 EXPORT_SYMBOL_GPL(asi_put);
 
+/*
+ * Map a range into every domain, now and at creation: the allowlist, and
+ * loaded modules' text, rodata and ASI data (class always).
+ */
+static int asi_global_add(const char *owner, const void *addr, size_t len,
+			  enum asi_owner_class class, bool ro)
+{
+	unsigned long start = PAGE_ALIGN_DOWN((unsigned long)addr);
+	unsigned long end = PAGE_ALIGN((unsigned long)addr + len);
+	struct asi_range *r;
+	struct asi *asi;
+	int err;
+
+	might_sleep();
+	if (!len || !asi_range_valid(start, end) || !owner)
+		return -EINVAL;
+	r = asi_range_alloc(start, end, owner, class, GFP_KERNEL);
+	if (!r)
+		return -ENOMEM;
+	r->ro = ro;
+
+	mutex_lock(&asi_domains_lock);
+	err = mtree_insert_range(&asi_global_ranges, start, end - 1, r, GFP_KERNEL);
+	if (err)
+		goto out;
+	list_for_each_entry(asi, &asi_domains, list) {
+		err = __asi_map_range(asi, start, end, owner, class, ro);
+		if (err)
+			break;
+	}
+	if (err) {
+		list_for_each_entry_continue_reverse(asi, &asi_domains, list)
+			asi_unmap_range(asi, start, end);
+		mtree_erase(&asi_global_ranges, start);
+	}
+out:
+	mutex_unlock(&asi_domains_lock);
+	if (err)
+		kfree(r);
+	return err;
+}
+
 /**
  * asi_allowlist_add() - map a range into every domain, present and future
  * @owner: the subsystem the range belongs to (a string with static lifetime)
@@ -904,40 +964,32 @@ EXPORT_SYMBOL_GPL(asi_put);
  */
 int asi_allowlist_add(const char *owner, const void *addr, size_t len)
 {
+	return asi_global_add(owner, addr, len, ASI_OWNER_ALLOWLIST, false);
+}
+EXPORT_SYMBOL_GPL(asi_allowlist_add);
+
+/* Undo asi_global_add(). */
+static void asi_global_remove(const void *addr, size_t len)
+{
 	unsigned long start = PAGE_ALIGN_DOWN((unsigned long)addr);
 	unsigned long end = PAGE_ALIGN((unsigned long)addr + len);
 	struct asi_range *r;
 	struct asi *asi;
-	int err;
 
 	might_sleep();
-	if (!len || !asi_range_valid(start, end) || !owner)
-		return -EINVAL;
-	r = asi_range_alloc(start, end, owner, ASI_OWNER_ALLOWLIST, GFP_KERNEL);
-	if (!r)
-		return -ENOMEM;
-
 	mutex_lock(&asi_domains_lock);
-	err = mtree_insert_range(&asi_allowlist, start, end - 1, r, GFP_KERNEL);
-	if (err)
-		goto out;
-	list_for_each_entry(asi, &asi_domains, list) {
-		err = asi_map_range(asi, start, end, owner, ASI_OWNER_ALLOWLIST);
-		if (err)
-			break;
+	r = mtree_load(&asi_global_ranges, start);
+	if (WARN_ONCE(!r || r->start != start || r->end != end,
+		      "ASI: %#lx-%#lx is not mapped into every domain\n", start, end)) {
+		mutex_unlock(&asi_domains_lock);
+		return;
 	}
-	if (err) {
-		list_for_each_entry_continue_reverse(asi, &asi_domains, list)
-			asi_unmap_range(asi, start, end);
-		mtree_erase(&asi_allowlist, start);
-	}
-out:
+	mtree_erase(&asi_global_ranges, start);
+	list_for_each_entry(asi, &asi_domains, list)
+		WARN_ON_ONCE(!asi_unmap_range(asi, start, end));
 	mutex_unlock(&asi_domains_lock);
-	if (err)
-		kfree(r);
-	return err;
+	kfree(r);
 }
-EXPORT_SYMBOL_GPL(asi_allowlist_add);
 
 /**
  * asi_allowlist_remove() - undo asi_allowlist_add()
@@ -949,26 +1001,201 @@ EXPORT_SYMBOL_GPL(asi_allowlist_add);
  */
 void asi_allowlist_remove(const void *addr, size_t len)
 {
-	unsigned long start = PAGE_ALIGN_DOWN((unsigned long)addr);
-	unsigned long end = PAGE_ALIGN((unsigned long)addr + len);
-	struct asi_range *r;
-	struct asi *asi;
-
-	might_sleep();
-	mutex_lock(&asi_domains_lock);
-	r = mtree_load(&asi_allowlist, start);
-	if (WARN_ONCE(!r || r->start != start || r->end != end,
-		      "ASI: %#lx-%#lx is not on the allowlist\n", start, end)) {
-		mutex_unlock(&asi_domains_lock);
-		return;
-	}
-	mtree_erase(&asi_allowlist, start);
-	list_for_each_entry(asi, &asi_domains, list)
-		WARN_ON_ONCE(!asi_unmap_range(asi, start, end));
-	mutex_unlock(&asi_domains_lock);
-	kfree(r);
+	asi_global_remove(addr, len);
 }
 EXPORT_SYMBOL_GPL(asi_allowlist_remove);
+
+#ifdef CONFIG_MODULES
+/*
+ * Modules: their text, rodata and ro_after_init data are mapped into
+ * every domain while they are loaded, as vmlinux's are (vmlinux's
+ * ro_after_init data lies in its rodata), and so is their __asi_data,
+ * which the module loader gives pages of its own. Mapped when the module
+ * is coming (ASI copies the kernel's PTEs: text and rodata have their
+ * final protections then; ro_after_init data is still written by the
+ * module's init, on the full table, and is mapped read-only), unmapped
+ * when it is going, before the loader frees it. Init text and data (freed
+ * after init) and other data are not mapped.
+ */
+static const struct {
+	enum mod_mem_type type;
+	bool ro;
+} asi_module_mem[] = {
+	{ MOD_TEXT, false },
+	{ MOD_RODATA, false },
+	{ MOD_RO_AFTER_INIT, true },
+};
+
+static void asi_unmap_module(struct module *mod)
+{
+	int i;
+
+	if (mod->asi_data_size)
+		asi_global_remove(mod->asi_data, mod->asi_data_size);
+	for (i = 0; i < ARRAY_SIZE(asi_module_mem); i++) {
+		struct module_memory *mem = &mod->mem[asi_module_mem[i].type];
+
+		if (mem->size)
+			asi_global_remove(mem->base, mem->size);
+	}
+}
+
+static int asi_map_module(struct module *mod)
+{
+	int i, err;
+
+	for (i = 0; i < ARRAY_SIZE(asi_module_mem); i++) {
+		struct module_memory *mem = &mod->mem[asi_module_mem[i].type];
+
+		if (!mem->size)
+			continue;
+		err = asi_global_add(mod->name, mem->base, mem->size, ASI_OWNER_ALWAYS,
+				     asi_module_mem[i].ro);
+		if (err)
+			goto undo;
+	}
+	if (mod->asi_data_size) {
+		err = asi_global_add(mod->name, mod->asi_data, mod->asi_data_size,
+				     ASI_OWNER_ALWAYS, false);
+		if (err)
+			goto undo;
+	}
+	return 0;
+undo:
+	while (i--) {
+		struct module_memory *mem = &mod->mem[asi_module_mem[i].type];
+
+		if (mem->size)
+			asi_global_remove(mem->base, mem->size);
+	}
+	pr_warn("cannot map module %s: %d\n", mod->name, err);
+	return err;
+}
+
+static int asi_module_notify(struct notifier_block *nb, unsigned long action,
+			     void *data)
+{
+	struct module *mod = data;
+
+	switch (action) {
+	case MODULE_STATE_COMING:
+		return notifier_from_errno(asi_map_module(mod));
+	case MODULE_STATE_GOING:
+		asi_unmap_module(mod);
+		break;
+	}
+	return NOTIFY_OK;
+}
+
+static struct notifier_block asi_module_nb = {
+	.notifier_call = asi_module_notify,
+};
+
+static int __init asi_register_module_notifier(void)
+{
+	return register_module_notifier(&asi_module_nb);
+}
+#else
+static inline int asi_register_module_notifier(void)
+{
+	return 0;
+}
+#endif
+
+#ifdef CONFIG_SMP
+/*
+ * Modules' DEFINE_PER_CPU_ASI() variables, allocated from the room that
+ * vmlinux.lds.h leaves after vmlinux's in the ASI per-CPU pages, which
+ * every domain maps: a bitmap of 8-byte units. The room stays mapped, so
+ * what a module leaves there is cleared when it is freed.
+ */
+#define ASI_PERCPU_UNIT		8
+#define ASI_PERCPU_UNITS	(2 * PAGE_SIZE / ASI_PERCPU_UNIT)
+
+static DECLARE_BITMAP(asi_percpu_used, ASI_PERCPU_UNITS);
+static DEFINE_MUTEX(asi_percpu_lock);
+
+static unsigned long asi_percpu_units(void)
+{
+	unsigned long size = __per_cpu_asi_end - __per_cpu_asi_module_start;
+
+	return min(size / ASI_PERCPU_UNIT, ASI_PERCPU_UNITS);
+}
+
+/**
+ * asi_percpu_alloc() - room for a module's DEFINE_PER_CPU_ASI() variables
+ * @size: size of the module's .data..percpu..asi section
+ * @align: its alignment, at most a page
+ *
+ * For the module loader. The room lies in vmlinux's ASI per-CPU pages,
+ * which every domain maps, and is zeroed on every CPU. Can sleep.
+ *
+ * Return: the per-CPU pointer, or NULL if @size is 0, @align is more than
+ * a page or the room is used up.
+ */
+void __percpu *asi_percpu_alloc(size_t size, size_t align)
+{
+	unsigned long base = (unsigned long)__per_cpu_asi_module_start;
+	unsigned long nr = DIV_ROUND_UP(size, ASI_PERCPU_UNIT);
+	unsigned long units = asi_percpu_units();
+	unsigned long mask, start;
+
+	if (!size || align > PAGE_SIZE)
+		return NULL;
+	mask = max_t(unsigned long, align, ASI_PERCPU_UNIT) / ASI_PERCPU_UNIT - 1;
+
+	mutex_lock(&asi_percpu_lock);
+	start = bitmap_find_next_zero_area_off(asi_percpu_used, units, 0, nr, mask,
+					       base / ASI_PERCPU_UNIT);
+	if (start + nr <= units)
+		bitmap_set(asi_percpu_used, start, nr);
+	mutex_unlock(&asi_percpu_lock);
+	if (start + nr > units) {
+		pr_warn("no room for %zu bytes of module per-CPU data (%lu bytes in all)\n",
+			size, units * ASI_PERCPU_UNIT);
+		return NULL;
+	}
+	return (void __percpu *)(base + start * ASI_PERCPU_UNIT);
+}
+
+/**
+ * asi_percpu_free() - free what asi_percpu_alloc() returned
+ * @ptr: the per-CPU pointer
+ * @size: @size given to asi_percpu_alloc()
+ *
+ * Clears the room on every CPU first. Can sleep.
+ */
+void asi_percpu_free(void __percpu *ptr, size_t size)
+{
+	unsigned long base = (unsigned long)__per_cpu_asi_module_start;
+	unsigned long start = ((unsigned long)ptr - base) / ASI_PERCPU_UNIT;
+	unsigned long nr = DIV_ROUND_UP(size, ASI_PERCPU_UNIT);
+	unsigned int cpu;
+
+	if (WARN_ON_ONCE((unsigned long)ptr < base || start + nr > asi_percpu_units()))
+		return;
+	for_each_possible_cpu(cpu)
+		memset(per_cpu_ptr(ptr, cpu), 0, size);
+	mutex_lock(&asi_percpu_lock);
+	WARN_ON_ONCE(find_next_zero_bit(asi_percpu_used, start + nr, start) < start + nr);
+	bitmap_clear(asi_percpu_used, start, nr);
+	mutex_unlock(&asi_percpu_lock);
+}
+
+/* Bytes of the modules' room in use, and in all, for debugfs. */
+static void asi_percpu_usage(unsigned long *used, unsigned long *total)
+{
+	mutex_lock(&asi_percpu_lock);
+	*used = bitmap_weight(asi_percpu_used, asi_percpu_units()) * ASI_PERCPU_UNIT;
+	mutex_unlock(&asi_percpu_lock);
+	*total = asi_percpu_units() * ASI_PERCPU_UNIT;
+}
+#else
+static void asi_percpu_usage(unsigned long *used, unsigned long *total)
+{
+	*used = *total = 0;
+}
+#endif
 
 /**
  * asi_walk_ranges() - walk what a domain maps, for debugfs and tools
@@ -1632,10 +1859,15 @@ static int asi_state_show(struct seq_file *m, void *v)
 	seq_printf(m, "reason: %s\n", asi_boot_mode_str());
 	if (asi_boot_mode == ASI_BOOT_INVALID)
 		seq_printf(m, "rejected: \"%s\"\n", asi_bad_arg);
-	if (asi_enabled())
+	if (asi_enabled()) {
+		unsigned long used, total;
+
 		seq_printf(m, "pcid: %s\n", cpu_feature_enabled(X86_FEATURE_PCID) ?
 			   "on (restricted tables keep their translations across switches)" :
 			   "off (every switch flushes the TLB)");
+		asi_percpu_usage(&used, &total);
+		seq_printf(m, "module_percpu_bytes: %lu used of %lu\n", used, total);
+	}
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(asi_state);
@@ -1677,9 +1909,12 @@ static int asi_allowlist_show(struct seq_file *m, void *v)
 	unsigned long index = 0;
 
 	mutex_lock(&asi_domains_lock);
-	mt_for_each(&asi_allowlist, r, index, ULONG_MAX)
+	mt_for_each(&asi_global_ranges, r, index, ULONG_MAX) {
+		if (r->class != ASI_OWNER_ALLOWLIST)
+			continue;
 		seq_printf(m, "0x%016lx-0x%016lx %6lu pages  %s\n", r->start, r->end,
 			   (r->end - r->start) >> PAGE_SHIFT, r->owner);
+	}
 	mutex_unlock(&asi_domains_lock);
 	return 0;
 }
@@ -1691,7 +1926,8 @@ DEFINE_SHOW_ATTRIBUTE(asi_allowlist);
  * restricted table. The direct map and vmalloc
  * are made non-global where the kernel's default protections are set up
  * (as for PTI); here the kernel image past rodata follows. Like PTI, clear
- * up to the PMD boundary: the image is mapped with PMDs.
+ * up to the PMD boundary: the image is mapped with PMDs. Modules loaded
+ * from now on are mapped into every domain (see asi_map_module()).
  */
 static int __init asi_init(void)
 {
@@ -1701,7 +1937,7 @@ static int __init asi_init(void)
 	if (!asi_enabled())
 		return 0;
 	set_memory_nonglobal(start, (end - start) >> PAGE_SHIFT);
-	return 0;
+	return asi_register_module_notifier();
 }
 early_initcall(asi_init);
 

@@ -386,6 +386,51 @@ static void asi_ranges_record_owner(struct kunit *test)
 	vfree(buf);
 }
 
+#ifdef CONFIG_SMP
+/*
+ * The room for modules' DEFINE_PER_CPU_ASI() variables: allocations are
+ * aligned, lie in pages every domain maps on every CPU, are cleared when
+ * freed, and the room is reused; bad requests get NULL.
+ */
+static void asi_percpu_alloc_for_modules(struct kunit *test)
+{
+	unsigned long start = (unsigned long)__per_cpu_asi_module_start;
+	unsigned long end = (unsigned long)__per_cpu_asi_end;
+	struct asi *asi = test->priv;
+	void __percpu *a, *b;
+	unsigned int cpu;
+
+	KUNIT_EXPECT_NULL(test, asi_percpu_alloc(0, 8));
+	KUNIT_EXPECT_NULL(test, asi_percpu_alloc(8, 2 * PAGE_SIZE));
+	KUNIT_EXPECT_NULL(test, asi_percpu_alloc(end - start + 8, 8));
+
+	a = asi_percpu_alloc(24, 64);
+	KUNIT_ASSERT_NOT_NULL(test, a);
+	b = asi_percpu_alloc(8, 8);
+	KUNIT_ASSERT_NOT_NULL(test, b);
+	KUNIT_EXPECT_TRUE(test, IS_ALIGNED((unsigned long)a, 64));
+	KUNIT_EXPECT_GE(test, (unsigned long)a, start);
+	KUNIT_EXPECT_LE(test, (unsigned long)a + 24, end);
+	KUNIT_EXPECT_TRUE(test, (unsigned long)b + 8 <= (unsigned long)a ||
+				(unsigned long)b >= (unsigned long)a + 24);
+
+	for_each_possible_cpu(cpu) {
+		void *p = per_cpu_ptr(a, cpu);
+
+		KUNIT_EXPECT_TRUE(test, pte_present(asi_lookup(asi, (unsigned long)p)));
+		KUNIT_EXPECT_TRUE(test, pte_present(asi_lookup(asi, (unsigned long)p + 23)));
+		memset(p, 0xa5, 24);
+	}
+	asi_percpu_free(a, 24);
+	for_each_possible_cpu(cpu)
+		KUNIT_EXPECT_NULL(test, memchr_inv(per_cpu_ptr(a, cpu), 0, 24));
+
+	KUNIT_EXPECT_PTR_EQ(test, asi_percpu_alloc(24, 64), a);
+	asi_percpu_free(a, 24);
+	asi_percpu_free(b, 8);
+}
+#endif
+
 static struct kunit_case asi_domain_cases[] = {
 	KUNIT_CASE(asi_create_maps_only_the_always_mapped_set),
 	KUNIT_CASE(asi_map_direct_map_page_splits_only_the_domain),
@@ -395,6 +440,9 @@ static struct kunit_case asi_domain_cases[] = {
 	KUNIT_CASE(asi_map_failure_maps_nothing),
 	KUNIT_CASE(asi_allowlist_reaches_every_domain),
 	KUNIT_CASE(asi_ranges_record_owner),
+#ifdef CONFIG_SMP
+	KUNIT_CASE(asi_percpu_alloc_for_modules),
+#endif
 	{}
 };
 

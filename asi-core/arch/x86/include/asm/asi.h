@@ -210,40 +210,35 @@ struct asi {
 /*
  * Per-CPU variables the switch, entry and fault paths touch on a
  * restricted table: they live in page-aligned pages of their own, mapped
- * in every domain. Only the kernel image has that section: the module
- * loader knows one per-CPU section, so in a module these are plain
- * per-CPU variables, not mapped (touching them falls back).
+ * in every domain. A module's come in a per-CPU section of their own,
+ * which the module loader allocates with asi_percpu_alloc() from the room
+ * left in those pages.
  */
-#ifndef MODULE
 #define DECLARE_PER_CPU_ASI(type, name)	DECLARE_PER_CPU_SECTION(type, name, "..asi")
 #define DEFINE_PER_CPU_ASI(type, name)	DEFINE_PER_CPU_SECTION(type, name, "..asi")
 #define DEFINE_PER_CPU_ASI_ALIGNED(type, name)				\
 	DEFINE_PER_CPU_SECTION(type, name, "..asi") ____cacheline_aligned
-#else
-#define DECLARE_PER_CPU_ASI(type, name)	DECLARE_PER_CPU(type, name)
-#define DEFINE_PER_CPU_ASI(type, name)	DEFINE_PER_CPU(type, name)
-#define DEFINE_PER_CPU_ASI_ALIGNED(type, name) DEFINE_PER_CPU_ALIGNED(type, name)
-#endif
 
 extern char __per_cpu_asi_start[], __per_cpu_asi_end[];
+extern char __per_cpu_asi_module_start[];
+
+void __percpu *asi_percpu_alloc(size_t size, size_t align);
+void asi_percpu_free(void __percpu *ptr, size_t size);
 
 /*
  * The global twin: data that every domain maps, in page-aligned pages of
  * its own (with the tracepoint string table, which holds only pointers
- * to constant strings). Nothing secret may go there.
+ * to constant strings). Nothing secret may go there. A module's gets
+ * pages of its own in the module too, which ASI maps while the module is
+ * loaded.
  *
  * __asi_read_mostly is for data that would otherwise be __read_mostly: it
  * is grouped at the start of those pages, cache-line aligned apart from
  * the __asi_data that is written often (the timekeeping readout), and is
- * __read_mostly in a module and when ASI is compiled out.
+ * __read_mostly when ASI is compiled out.
  */
-#ifndef MODULE
 #define __asi_data		__section(".data..asi")
 #define __asi_read_mostly	__section(".data..asi..read_mostly")
-#else
-#define __asi_data
-#define __asi_read_mostly	__read_mostly
-#endif
 
 extern char __asi_data_start[], __asi_data_end[];
 
