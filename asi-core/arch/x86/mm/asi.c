@@ -242,8 +242,9 @@ static int asi_set_ptes(struct asi *asi, unsigned long start, unsigned long end,
 		err = asi_kernel_pte(va, &kpte);
 		if (err)
 			goto undo;
+		/* As set_memory_ro(): Write=0 Dirty=1 would be a shadow stack. */
 		if (ro)
-			kpte = pte_clear_flags(kpte, _PAGE_RW);
+			kpte = pte_clear_flags(kpte, _PAGE_RW | _PAGE_DIRTY);
 		pte = pgtable_walk_alloc_pte(asi->pgd + pgd_index(va), va, ASI_GFP, false);
 		if (!pte) {
 			err = -ENOMEM;
@@ -910,7 +911,8 @@ EXPORT_SYMBOL_GPL(asi_put);
 
 /*
  * Map a range into every domain, now and at creation: the allowlist, and
- * loaded modules' text, rodata and ASI data (class always).
+ * loaded modules' text, rodata, ro_after_init and ASI data (class always;
+ * see asi_map_module()).
  */
 static int asi_global_add(const char *owner, const void *addr, size_t len,
 			  enum asi_owner_class class, bool ro)
@@ -968,8 +970,11 @@ int asi_allowlist_add(const char *owner, const void *addr, size_t len)
 }
 EXPORT_SYMBOL_GPL(asi_allowlist_add);
 
-/* Undo asi_global_add(). */
-static void asi_global_remove(const void *addr, size_t len)
+/*
+ * Undo asi_global_add() of a range of @class: unmap it from every domain,
+ * flushing it on every CPU. False if there is no such range.
+ */
+static bool asi_global_remove(const void *addr, size_t len, enum asi_owner_class class)
 {
 	unsigned long start = PAGE_ALIGN_DOWN((unsigned long)addr);
 	unsigned long end = PAGE_ALIGN((unsigned long)addr + len);
@@ -979,16 +984,16 @@ static void asi_global_remove(const void *addr, size_t len)
 	might_sleep();
 	mutex_lock(&asi_domains_lock);
 	r = mtree_load(&asi_global_ranges, start);
-	if (WARN_ONCE(!r || r->start != start || r->end != end,
-		      "ASI: %#lx-%#lx is not mapped into every domain\n", start, end)) {
+	if (!r || r->start != start || r->end != end || r->class != class) {
 		mutex_unlock(&asi_domains_lock);
-		return;
+		return false;
 	}
 	mtree_erase(&asi_global_ranges, start);
 	list_for_each_entry(asi, &asi_domains, list)
 		WARN_ON_ONCE(!asi_unmap_range(asi, start, end));
 	mutex_unlock(&asi_domains_lock);
 	kfree(r);
+	return true;
 }
 
 /**
@@ -1001,7 +1006,10 @@ static void asi_global_remove(const void *addr, size_t len)
  */
 void asi_allowlist_remove(const void *addr, size_t len)
 {
-	asi_global_remove(addr, len);
+	bool removed = asi_global_remove(addr, len, ASI_OWNER_ALLOWLIST);
+
+	WARN_ONCE(!removed, "ASI: %#lx+%zu is not on the allowlist\n",
+		  (unsigned long)addr, len);
 }
 EXPORT_SYMBOL_GPL(asi_allowlist_remove);
 
@@ -1009,13 +1017,16 @@ EXPORT_SYMBOL_GPL(asi_allowlist_remove);
 /*
  * Modules: their text, rodata and ro_after_init data are mapped into
  * every domain while they are loaded, as vmlinux's are (vmlinux's
- * ro_after_init data lies in its rodata), and so is their __asi_data,
- * which the module loader gives pages of its own. Mapped when the module
- * is coming (ASI copies the kernel's PTEs: text and rodata have their
- * final protections then; ro_after_init data is still written by the
- * module's init, on the full table, and is mapped read-only), unmapped
- * when it is going, before the loader frees it. Init text and data (freed
- * after init) and other data are not mapped.
+ * ro_after_init data lies in its rodata), and so are their __asi_data,
+ * which the module loader gives pages of its own, and their
+ * indirect-branch thunk pages on ITS-affected CPUs. Every module is, not
+ * only KVM's: as with vmlinux, text and rodata hold nothing of any VM,
+ * and an exit may call into any module (irqbypass, an eventfd's owner).
+ * Mapped when the module is coming (ASI copies the kernel's PTEs: text and
+ * rodata have their final protections then; ro_after_init data is still
+ * written by the module's init, on the full table, and is mapped
+ * read-only), unmapped when it is going, before the loader frees it. Init
+ * text and data (freed after init) and other data are not mapped.
  */
 static const struct {
 	enum mod_mem_type type;
@@ -1026,21 +1037,13 @@ static const struct {
 	{ MOD_RO_AFTER_INIT, true },
 };
 
-static void asi_unmap_module(struct module *mod)
-{
-	int i;
-
-	if (mod->asi_data_size)
-		asi_global_remove(mod->asi_data, mod->asi_data_size);
-	for (i = 0; i < ARRAY_SIZE(asi_module_mem); i++) {
-		struct module_memory *mem = &mod->mem[asi_module_mem[i].type];
-
-		if (mem->size)
-			asi_global_remove(mem->base, mem->size);
-	}
-}
-
-static int asi_map_module(struct module *mod)
+/*
+ * Call @fn on each range of @mod that every domain maps, in order; stop at
+ * the first error.
+ */
+static int asi_for_each_module_range(struct module *mod,
+				     int (*fn)(struct module *mod, void *base,
+					       size_t size, bool ro))
 {
 	int i, err;
 
@@ -1049,26 +1052,53 @@ static int asi_map_module(struct module *mod)
 
 		if (!mem->size)
 			continue;
-		err = asi_global_add(mod->name, mem->base, mem->size, ASI_OWNER_ALWAYS,
-				     asi_module_mem[i].ro);
+		err = fn(mod, mem->base, mem->size, asi_module_mem[i].ro);
 		if (err)
-			goto undo;
+			return err;
 	}
 	if (mod->asi_data_size) {
-		err = asi_global_add(mod->name, mod->asi_data, mod->asi_data_size,
-				     ASI_OWNER_ALWAYS, false);
+		err = fn(mod, mod->asi_data, mod->asi_data_size, false);
 		if (err)
-			goto undo;
+			return err;
 	}
+#ifdef CONFIG_MITIGATION_ITS
+	/* Indirect-branch thunks on ITS-affected CPUs: text outside mod->mem[]. */
+	for (i = 0; i < mod->its_num_pages; i++) {
+		err = fn(mod, mod->its_page_array[i], PAGE_SIZE, false);
+		if (err)
+			return err;
+	}
+#endif
 	return 0;
-undo:
-	while (i--) {
-		struct module_memory *mem = &mod->mem[asi_module_mem[i].type];
+}
 
-		if (mem->size)
-			asi_global_remove(mem->base, mem->size);
+static int asi_map_module_range(struct module *mod, void *base, size_t size, bool ro)
+{
+	return asi_global_add(mod->name, base, size, ASI_OWNER_ALWAYS, ro);
+}
+
+/* After a failed map: what was not mapped is not found, and skipped. */
+static int asi_unmap_module_range(struct module *mod, void *base, size_t size, bool ro)
+{
+	asi_global_remove(base, size, ASI_OWNER_ALWAYS);
+	return 0;
+}
+
+static int asi_unmap_module_range_mapped(struct module *mod, void *base, size_t size,
+					 bool ro)
+{
+	WARN_ON_ONCE(!asi_global_remove(base, size, ASI_OWNER_ALWAYS));
+	return 0;
+}
+
+static int asi_map_module(struct module *mod)
+{
+	int err = asi_for_each_module_range(mod, asi_map_module_range);
+
+	if (err) {
+		asi_for_each_module_range(mod, asi_unmap_module_range);
+		pr_warn("cannot map module %s: %d\n", mod->name, err);
 	}
-	pr_warn("cannot map module %s: %d\n", mod->name, err);
 	return err;
 }
 
@@ -1081,7 +1111,7 @@ static int asi_module_notify(struct notifier_block *nb, unsigned long action,
 	case MODULE_STATE_COMING:
 		return notifier_from_errno(asi_map_module(mod));
 	case MODULE_STATE_GOING:
-		asi_unmap_module(mod);
+		asi_for_each_module_range(mod, asi_unmap_module_range_mapped);
 		break;
 	}
 	return NOTIFY_OK;
@@ -1119,6 +1149,8 @@ static unsigned long asi_percpu_units(void)
 {
 	unsigned long size = __per_cpu_asi_end - __per_cpu_asi_module_start;
 
+	/* The room is PERCPU_ASI_MODULE_RESERVE and less than a page. */
+	WARN_ON_ONCE(size / ASI_PERCPU_UNIT > ASI_PERCPU_UNITS);
 	return min(size / ASI_PERCPU_UNIT, ASI_PERCPU_UNITS);
 }
 
@@ -1174,11 +1206,14 @@ void asi_percpu_free(void __percpu *ptr, size_t size)
 
 	if (WARN_ON_ONCE((unsigned long)ptr < base || start + nr > asi_percpu_units()))
 		return;
-	for_each_possible_cpu(cpu)
-		memset(per_cpu_ptr(ptr, cpu), 0, size);
 	mutex_lock(&asi_percpu_lock);
-	WARN_ON_ONCE(find_next_zero_bit(asi_percpu_used, start + nr, start) < start + nr);
-	bitmap_clear(asi_percpu_used, start, nr);
+	/* Not allocated so: clearing it would clear another module's. */
+	if (!WARN_ON_ONCE(find_next_zero_bit(asi_percpu_used, start + nr, start) <
+			  start + nr)) {
+		for_each_possible_cpu(cpu)
+			memset(per_cpu_ptr(ptr, cpu), 0, size);
+		bitmap_clear(asi_percpu_used, start, nr);
+	}
 	mutex_unlock(&asi_percpu_lock);
 }
 

@@ -390,7 +390,8 @@ static void asi_ranges_record_owner(struct kunit *test)
 /*
  * The room for modules' DEFINE_PER_CPU_ASI() variables: allocations are
  * aligned, lie in pages every domain maps on every CPU, are cleared when
- * freed, and the room is reused; bad requests get NULL.
+ * freed, and the room is reused (first fit: at boot, before any module
+ * took some of it); bad requests get NULL.
  */
 static void asi_percpu_alloc_for_modules(struct kunit *test)
 {
@@ -407,6 +408,8 @@ static void asi_percpu_alloc_for_modules(struct kunit *test)
 	a = asi_percpu_alloc(24, 64);
 	KUNIT_ASSERT_NOT_NULL(test, a);
 	b = asi_percpu_alloc(8, 8);
+	if (!b)
+		asi_percpu_free(a, 24);
 	KUNIT_ASSERT_NOT_NULL(test, b);
 	KUNIT_EXPECT_TRUE(test, IS_ALIGNED((unsigned long)a, 64));
 	KUNIT_EXPECT_GE(test, (unsigned long)a, start);

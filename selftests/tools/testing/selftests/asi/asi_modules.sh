@@ -3,35 +3,92 @@
 #
 # KVM built as modules, asi=on. The module loader gives a module's
 # __asi_data pages of its own and its DEFINE_PER_CPU_ASI() variables room
-# in vmlinux's ASI per-CPU pages; ASI maps modules' text, rodata and ASI
-# data into every domain while they are loaded. With kvm and the vendor
-# module loaded, checks that:
+# in vmlinux's ASI per-CPU pages; ASI maps modules' text, rodata,
+# ro_after_init and ASI data into every domain while they are loaded.
+# With kvm and the vendor module loaded, checks that:
 #   - each module's .data..asi section starts on a page boundary;
-#   - the modules' per-CPU room is in use (asi/state module_percpu_bytes);
-#   - a guest's common exits run without fallback faults ($exits: asi_exits_test);
-# then unloads both modules (the room must be free again, no WARN), loads
-# them again and repeats the checks: unmapping on unload and mapping on
-# reload are what this exercises. Skips with ASI off or KVM built in.
-# Exit: 0 pass, 1 fail, 4 skip.
+#   - the modules' per-CPU room is in use (asi/state module_percpu_bytes),
+#     and its symbols are in kallsyms where data symbols are;
+#   - a guest's common exits run without fallback faults (asi_exits_test);
+#   - with VMs live (asi_multi_vm_test -x), their domains map kvm's and the
+#     vendor module's ranges, and loading the other vendor's module, whose
+#     init fails here, maps and unmaps it in those live domains: none of
+#     its ranges is left in any domain;
+# then unloads both modules (the room must be free again), loads them
+# again and repeats the checks. No WARN may appear throughout. Skips with
+# ASI off or KVM built in. Exit: 0 pass, 1 fail, 4 skip.
+#
+# Called as "asi_modules.sh --live VENDOR OTHER" by asi_multi_vm_test -x,
+# it does the live-domain check only.
 
 . "$(dirname "$0")/asi_lib.sh"
 
-exits=${1:-/tests/kvm/x86_64/asi_exits_test}
-sections=/sys/module/kvm/sections
+exits=${ASI_EXITS_TEST:-/tests/kvm/x86_64/asi_exits_test}
+multi=${ASI_MULTI_VM_TEST:-/tests/kvm/x86_64/asi_multi_vm_test}
+
+# With VMs live: every VM's domain maps kvm and $1; loading $2 (which must
+# fail) leaves nothing of it mapped.
+live_check() {
+	vendor=$1 other=$2 n=0 rc=0
+	for m in /sys/kernel/debug/kvm/${ASI_TEST_PID:-*}-*/asi/mappings; do
+		[ -r "$m" ] || continue
+		n=$((n + 1))
+		for mod in kvm "$vendor"; do
+			if ! awk -v o="$mod" '$3 == "always" && $4 == o { f = 1 } END { exit !f }' "$m"; then
+				echo "FAIL: $m maps nothing of module $mod"
+				rc=1
+			fi
+		done
+	done
+	if [ $n -eq 0 ]; then
+		echo "FAIL: no live VM's asi/mappings found"
+		return 1
+	fi
+	if modprobe "$other" 2>/dev/null; then
+		echo "FAIL: $other loaded on this CPU; cannot check a failed load"
+		rmmod "$other"
+		return 1
+	fi
+	for m in /sys/kernel/debug/kvm/${ASI_TEST_PID:-*}-*/asi/mappings; do
+		[ -r "$m" ] || continue
+		if awk -v o="$other" '$4 == o { f = 1 } END { exit !f }' "$m"; then
+			echo "FAIL: $m still maps $other after its load failed:"
+			grep " $other\$" "$m"
+			rc=1
+		fi
+	done
+	echo "$n live domains map kvm and $vendor; $other came and went"
+	return $rc
+}
+
+if [ "${1:-}" = --live ]; then
+	live_check "$2" "$3"
+	exit $?
+fi
 
 asi_require_on
 if grep -q -w svm /proc/cpuinfo; then
-	vendor=kvm_amd
+	vendor=kvm_amd other=kvm_intel
 elif grep -q -w vmx /proc/cpuinfo; then
-	vendor=kvm_intel
+	vendor=kvm_intel other=kvm_amd
 else
 	echo "SKIP: no SVM or VMX"
 	exit 4
 fi
-if [ ! -d /sys/module/kvm ] || [ ! -e /sys/module/kvm/initstate ]; then
-	modprobe "$vendor" || { echo "SKIP: KVM is built in, or $vendor does not load"; exit 4; }
+if [ ! -e /sys/module/kvm/initstate ]; then
+	modprobe "$vendor" 2>/dev/null || true
+	[ -e /sys/module/kvm/initstate ] || {
+		echo "SKIP: KVM is built in, or $vendor does not load"
+		exit 4
+	}
 fi
-[ -e /sys/module/kvm/initstate ] || { echo "SKIP: KVM is built in"; exit 4; }
+[ -d /sys/module/kvm/sections ] || {
+	echo "SKIP: no /sys/module/kvm/sections (CONFIG_KALLSYMS off?)"
+	exit 4
+}
+
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
 
 # module_percpu_bytes: USED used of TOTAL
 percpu_used() {
@@ -48,42 +105,58 @@ check_loaded() {
 			continue
 		fi
 		addr=$(cat "$f")
-		if [ $((addr & 4095)) -ne 0 ]; then
+		case $addr in
+		0x0000000000000000|0)
+			echo "SKIP: section addresses are hidden (kptr_restrict)"
+			exit 4 ;;
+		*000)
+			echo "$m: .data..asi at $addr" ;;
+		*)
 			echo "FAIL: $m's .data..asi at $addr is not page-aligned"
-			fail=1
-		else
-			echo "$m: .data..asi at $addr"
-		fi
+			fail=1 ;;
+		esac
 	done
+	# With data symbols in kallsyms (KALLSYMS_ALL), the ASI per-CPU ones too.
+	if awk '$3 == "kvm_caps" && $4 == "[kvm]" { f = 1 } END { exit !f }' /proc/kallsyms &&
+	   ! awk '$3 == "kvm_running_vcpu" && $4 == "[kvm]" { f = 1 } END { exit !f }' /proc/kallsyms; then
+		echo "FAIL: kvm_running_vcpu (kvm's ASI per-CPU section) is not in /proc/kallsyms"
+		fail=1
+	fi
 	used=$(percpu_used)
-	echo "$(grep '^module_percpu_bytes' "$ASI_DEBUGFS/state")"
+	grep '^module_percpu_bytes' "$ASI_DEBUGFS/state"
 	if [ -z "$used" ] || [ "$used" -eq 0 ]; then
 		echo "FAIL: no module per-CPU room in use with kvm and $vendor loaded"
 		fail=1
 	fi
-	if ! "$exits" >/tmp/asi_modules.out 2>&1; then
+	if ! "$exits" >"$out" 2>&1; then
 		echo "FAIL: $exits failed:"
-		cat /tmp/asi_modules.out
+		cat "$out"
 		fail=1
 	else
-		grep -E '^(exit|[a-z_]+ +[0-9])' /tmp/asi_modules.out
+		grep -E '^(exit|[a-z_]+ +[0-9])' "$out"
+	fi
+	if ! "$multi" -v 2 -c 1 -s 3 -x "$0 --live $vendor $other" >"$out" 2>&1; then
+		echo "FAIL: $multi with the live-domain check failed:"
+		cat "$out"
+		fail=1
+	else
+		grep -E 'live domains|^FAIL' "$out"
 	fi
 }
 
 w0=$(asi_warn_count)
-[ -r "$sections/.data..asi" ] || {
-	echo "SKIP: no /sys/module/kvm/sections (CONFIG_KALLSYMS off?)"
-	exit 4
-}
 
 echo "== loaded"
 check_loaded
 used_loaded=$used
 
 echo "== unloaded"
-rmmod "$vendor" && rmmod kvm || { echo "FAIL: cannot unload kvm and $vendor"; exit 1; }
+if ! { rmmod "$vendor" && rmmod kvm; }; then
+	echo "FAIL: cannot unload kvm and $vendor"
+	exit 1
+fi
 used=$(percpu_used)
-echo "$(grep '^module_percpu_bytes' "$ASI_DEBUGFS/state")"
+grep '^module_percpu_bytes' "$ASI_DEBUGFS/state"
 if [ "$used" != 0 ]; then
 	echo "FAIL: $used bytes of the modules' per-CPU room still in use after unloading"
 	fail=1
