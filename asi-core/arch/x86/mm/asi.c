@@ -1037,13 +1037,30 @@ static const struct {
 	{ MOD_RO_AFTER_INIT, true },
 };
 
-/*
- * Call @fn on each range of @mod that every domain maps, in order; stop at
- * the first error.
- */
-static int asi_for_each_module_range(struct module *mod,
-				     int (*fn)(struct module *mod, void *base,
-					       size_t size, bool ro))
+enum asi_module_op {
+	ASI_MODULE_MAP,
+	ASI_MODULE_UNDO,	/* of a failed map: skip what is not mapped */
+	ASI_MODULE_UNMAP,
+};
+
+static int asi_module_range(struct module *mod, void *base, size_t size, bool ro,
+			    enum asi_module_op op)
+{
+	switch (op) {
+	case ASI_MODULE_MAP:
+		return asi_global_add(mod->name, base, size, ASI_OWNER_ALWAYS, ro);
+	case ASI_MODULE_UNDO:
+		asi_global_remove(base, size, ASI_OWNER_ALWAYS);
+		break;
+	case ASI_MODULE_UNMAP:
+		WARN_ON_ONCE(!asi_global_remove(base, size, ASI_OWNER_ALWAYS));
+		break;
+	}
+	return 0;
+}
+
+/* Do @op on each range of @mod that every domain maps; stop at an error. */
+static int asi_module_ranges(struct module *mod, enum asi_module_op op)
 {
 	int i, err;
 
@@ -1052,19 +1069,19 @@ static int asi_for_each_module_range(struct module *mod,
 
 		if (!mem->size)
 			continue;
-		err = fn(mod, mem->base, mem->size, asi_module_mem[i].ro);
+		err = asi_module_range(mod, mem->base, mem->size, asi_module_mem[i].ro, op);
 		if (err)
 			return err;
 	}
 	if (mod->asi_data_size) {
-		err = fn(mod, mod->asi_data, mod->asi_data_size, false);
+		err = asi_module_range(mod, mod->asi_data, mod->asi_data_size, false, op);
 		if (err)
 			return err;
 	}
 #ifdef CONFIG_MITIGATION_ITS
 	/* Indirect-branch thunks on ITS-affected CPUs: text outside mod->mem[]. */
 	for (i = 0; i < mod->its_num_pages; i++) {
-		err = fn(mod, mod->its_page_array[i], PAGE_SIZE, false);
+		err = asi_module_range(mod, mod->its_page_array[i], PAGE_SIZE, false, op);
 		if (err)
 			return err;
 	}
@@ -1072,31 +1089,12 @@ static int asi_for_each_module_range(struct module *mod,
 	return 0;
 }
 
-static int asi_map_module_range(struct module *mod, void *base, size_t size, bool ro)
-{
-	return asi_global_add(mod->name, base, size, ASI_OWNER_ALWAYS, ro);
-}
-
-/* After a failed map: what was not mapped is not found, and skipped. */
-static int asi_unmap_module_range(struct module *mod, void *base, size_t size, bool ro)
-{
-	asi_global_remove(base, size, ASI_OWNER_ALWAYS);
-	return 0;
-}
-
-static int asi_unmap_module_range_mapped(struct module *mod, void *base, size_t size,
-					 bool ro)
-{
-	WARN_ON_ONCE(!asi_global_remove(base, size, ASI_OWNER_ALWAYS));
-	return 0;
-}
-
 static int asi_map_module(struct module *mod)
 {
-	int err = asi_for_each_module_range(mod, asi_map_module_range);
+	int err = asi_module_ranges(mod, ASI_MODULE_MAP);
 
 	if (err) {
-		asi_for_each_module_range(mod, asi_unmap_module_range);
+		asi_module_ranges(mod, ASI_MODULE_UNDO);
 		pr_warn("cannot map module %s: %d\n", mod->name, err);
 	}
 	return err;
@@ -1111,7 +1109,7 @@ static int asi_module_notify(struct notifier_block *nb, unsigned long action,
 	case MODULE_STATE_COMING:
 		return notifier_from_errno(asi_map_module(mod));
 	case MODULE_STATE_GOING:
-		asi_for_each_module_range(mod, asi_unmap_module_range_mapped);
+		asi_module_ranges(mod, ASI_MODULE_UNMAP);
 		break;
 	}
 	return NOTIFY_OK;

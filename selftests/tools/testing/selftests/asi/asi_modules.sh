@@ -26,6 +26,18 @@
 exits=${ASI_EXITS_TEST:-/tests/kvm/x86_64/asi_exits_test}
 multi=${ASI_MULTI_VM_TEST:-/tests/kvm/x86_64/asi_multi_vm_test}
 
+# has_range MAPPINGS OWNER [CLASS]: asi/mappings file MAPPINGS has a range
+# of OWNER (of CLASS).
+has_range() {
+	awk -v o="$2" -v c="${3:-}" '$4 == o && (c == "" || $3 == c) { f = 1 }
+		END { exit !f }' "$1"
+}
+
+# has_ksym SYMBOL MODULE: /proc/kallsyms lists SYMBOL of MODULE.
+has_ksym() {
+	awk -v s="$1" -v m="[$2]" '$3 == s && $4 == m { f = 1 } END { exit !f }' /proc/kallsyms
+}
+
 # With VMs live: every VM's domain maps kvm and $1; loading $2 (which must
 # fail) leaves nothing of it mapped.
 live_check() {
@@ -34,7 +46,7 @@ live_check() {
 		[ -r "$m" ] || continue
 		n=$((n + 1))
 		for mod in kvm "$vendor"; do
-			if ! awk -v o="$mod" '$3 == "always" && $4 == o { f = 1 } END { exit !f }' "$m"; then
+			if ! has_range "$m" "$mod" always; then
 				echo "FAIL: $m maps nothing of module $mod"
 				rc=1
 			fi
@@ -51,7 +63,7 @@ live_check() {
 	fi
 	for m in /sys/kernel/debug/kvm/${ASI_TEST_PID:-*}-*/asi/mappings; do
 		[ -r "$m" ] || continue
-		if awk -v o="$other" '$4 == o { f = 1 } END { exit !f }' "$m"; then
+		if has_range "$m" "$other"; then
 			echo "FAIL: $m still maps $other after its load failed:"
 			grep " $other\$" "$m"
 			rc=1
@@ -117,8 +129,7 @@ check_loaded() {
 		esac
 	done
 	# With data symbols in kallsyms (KALLSYMS_ALL), the ASI per-CPU ones too.
-	if awk '$3 == "kvm_caps" && $4 == "[kvm]" { f = 1 } END { exit !f }' /proc/kallsyms &&
-	   ! awk '$3 == "kvm_running_vcpu" && $4 == "[kvm]" { f = 1 } END { exit !f }' /proc/kallsyms; then
+	if has_ksym kvm_caps kvm && ! has_ksym kvm_running_vcpu kvm; then
 		echo "FAIL: kvm_running_vcpu (kvm's ASI per-CPU section) is not in /proc/kallsyms"
 		fail=1
 	fi
