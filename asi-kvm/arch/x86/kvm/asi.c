@@ -27,9 +27,12 @@
  *   which in-kernel PIO and MMIO exits go through. The buses are
  *   replaced on every device registration: the new one is mapped before
  *   it is installed, the old one unmapped before it is freed.
- * - the TDP MMU's page tables, their kvm_mmu_page headers and their struct
- *   pages, from a pool of blocks of whole memory map pages (see below),
- *   which MMIO and NPT faults walk.
+ * - the MMU's page tables, their kvm_mmu_page headers, translation pages
+ *   and struct pages, from a pool of blocks of whole memory map pages (see
+ *   below), which MMIO and NPT faults, and with the shadow MMU INVLPG and
+ *   CR3 writes, walk;
+ * - the memslots' rmaps, large page info and write-tracking counts
+ *   (kvm_asi_vcalloc()), which page faults read.
  *
  * Everything else KVM touches on the restricted table falls back to the
  * full table; the per-vCPU and per-VM statistics and the VM's debugfs
@@ -52,6 +55,7 @@
 
 #include "kvm_emulate.h"
 #include "lapic.h"
+#include "mmu/mmu_internal.h"
 
 #include "asi.h"
 
@@ -91,21 +95,23 @@ static int kvm_asi_map_srcu(struct asi *asi, struct srcu_struct *ssp,
 }
 
 /*
- * The TDP MMU's pages. Every exit that looks a guest physical address up
- * in the TDP MMU (an MMIO fault the MMIO cache misses, an NPT fault) walks
+ * The MMU's pages. Every exit that looks a guest physical address up in
+ * the TDP MMU (an MMIO fault the MMIO cache misses, an NPT fault) walks
  * the VM's page-table pages, and finds each page's struct kvm_mmu_page
- * through the page's struct page (page_private()). For that walk to run
- * on the restricted table, all three must be mapped, and none of them may
- * share a page with anyone else's data; but a struct page shares its page
- * of the memory map with the struct pages of its neighbours in physical
- * memory (63 of them, with 64-byte struct pages).
+ * through the page's struct page (page_private()); so does the shadow MMU
+ * (nested guests, npt=0), on MMIO faults, INVLPG and CR3 writes. For
+ * those walks to run on the restricted table, all of it must be mapped,
+ * and none of it may share a page with anyone else's data; but a struct
+ * page shares its page of the memory map with the struct pages of its
+ * neighbours in physical memory (63 of them, with 64-byte struct pages).
  *
- * So with ASI on the TDP MMU takes its pages from a per-VM pool, filled in
+ * So with ASI on the MMU takes its pages from a per-VM pool, filled in
  * naturally aligned blocks of as many pages as one page of the memory map
  * describes: a block and the memory map page that describes it belong to
  * the VM alone, and both are mapped when the block is allocated. A
- * kvm_mmu_page takes two pages of the pool, its header and its page
- * table. Freed pages go back to the pool, zeroed; blocks are unmapped and
+ * kvm_mmu_page takes two or three pages of the pool: its header, its page
+ * table and, for a shadow page of a guest page table, its translation
+ * page. Freed pages go back to the pool, zeroed; blocks are unmapped and
  * freed with the VM. When the pool is empty or no block can be had
  * without reclaim (fragmented memory), the MMU uses its ordinary caches:
  * correct, but a walk through those pages falls back. The VM's
@@ -245,19 +251,14 @@ void kvm_asi_pt_topup(struct kvm *kvm, unsigned int min)
 	mutex_unlock(&kvm->arch.asi_lock);
 }
 
-/**
- * kvm_asi_pt_alloc() - take pages mapped into the VM's domain
- * @kvm: the VM
- * @pages: where to store them
- * @n: how many: all of them or none
- *
- * For the TDP MMU's page tables and their headers, under mmu_lock and RCU,
- * on the VM's restricted table. The pages are zeroed.
- *
- * Return: the pool, to give the pages back to with kvm_asi_pt_free(); NULL
- * (and no pages) with ASI off or when the pool holds fewer than @n.
+/*
+ * Take @n zeroed pages mapped into the VM's domain, all of them or none:
+ * under mmu_lock, on the VM's restricted table. Returns the pool, to give
+ * them back to with kvm_asi_pt_free(); NULL (and no pages) with ASI off
+ * or when the pool holds fewer than @n.
  */
-struct kvm_asi_pt_pool *kvm_asi_pt_alloc(struct kvm *kvm, void **pages, unsigned int n)
+static struct kvm_asi_pt_pool *kvm_asi_pt_alloc(struct kvm *kvm, void **pages,
+						unsigned int n)
 {
 	struct kvm_asi_pt_pool *pool = &kvm->arch.asi_pt_pool;
 	struct list_head *p;
@@ -284,15 +285,12 @@ struct kvm_asi_pt_pool *kvm_asi_pt_alloc(struct kvm *kvm, void **pages, unsigned
 	return pool;
 }
 
-/**
- * kvm_asi_pt_free() - give a page back to its pool
- * @pool: kvm_asi_pt_alloc()'s return value
- * @page: one of the pages it gave
- *
- * Clears the page (and its page_private()): what the MMU left in it stays
- * behind in no page. Any context; the page stays mapped in the domain.
+/*
+ * Give a page back to its pool, cleared with its page_private(): what the
+ * MMU left in it stays behind in no page. Any context; the page stays
+ * mapped in the domain.
  */
-void kvm_asi_pt_free(struct kvm_asi_pt_pool *pool, void *page)
+static void kvm_asi_pt_free(struct kvm_asi_pt_pool *pool, void *page)
 {
 	unsigned long flags;
 
@@ -302,6 +300,63 @@ void kvm_asi_pt_free(struct kvm_asi_pt_pool *pool, void *page)
 	list_add(page, &pool->free);
 	pool->nr_free++;
 	spin_unlock_irqrestore(&pool->lock, flags);
+}
+
+/**
+ * kvm_asi_alloc_sp() - take an MMU page from the VM's pool
+ * @kvm: the VM
+ * @init_value: what every SPTE of the page table starts as
+ * @shadowed_info: also a page for sp->shadowed_translation (a shadow page
+ *	of a guest page table)
+ *
+ * The header, the page table and the translation page all come from the
+ * pool, mapped into the VM's domain, so that walks through the page run
+ * on the VM's restricted table. Under mmu_lock; any context.
+ *
+ * Return: the header, zeroed but for its pages, to be given back with
+ * kvm_asi_free_sp(); NULL with ASI off or when the pool cannot serve: the
+ * MMU's caches do then.
+ */
+struct kvm_mmu_page *kvm_asi_alloc_sp(struct kvm *kvm, u64 init_value,
+				      bool shadowed_info)
+{
+	struct kvm_asi_pt_pool *pool;
+	struct kvm_mmu_page *sp;
+	void *pages[3];
+
+	pool = kvm_asi_pt_alloc(kvm, pages, shadowed_info ? 3 : 2);
+	if (!pool)
+		return NULL;
+	sp = pages[0];
+	sp->spt = pages[1];
+	if (shadowed_info)
+		sp->shadowed_translation = pages[2];
+	sp->asi_pt_pool = pool;
+	if (init_value)
+		memset64(sp->spt, init_value, PAGE_SIZE / sizeof(u64));
+	return sp;
+}
+
+/**
+ * kvm_asi_free_sp() - give an MMU page back to its pool
+ * @sp: the page, unlinked and no longer reachable
+ *
+ * Return: true if @sp came from kvm_asi_alloc_sp() and is back in the
+ * pool, cleared; false if it did not (nothing is done then).
+ */
+bool kvm_asi_free_sp(struct kvm_mmu_page *sp)
+{
+	struct kvm_asi_pt_pool *pool = sp->asi_pt_pool;
+	void *info = sp->shadowed_translation;
+	void *spt = sp->spt;
+
+	if (!pool)
+		return false;
+	kvm_asi_pt_free(pool, spt);
+	if (info)
+		kvm_asi_pt_free(pool, info);
+	kvm_asi_pt_free(pool, sp);
+	return true;
 }
 
 /* The buses kvm_create_vm() made, before the domain existed. */
@@ -437,6 +492,49 @@ void kvm_arch_asi_unmap(struct kvm *kvm, const void *addr, size_t len)
 {
 	if (kvm->arch.asi)
 		asi_unmap(kvm->arch.asi, addr, len);
+}
+
+/**
+ * kvm_asi_vcalloc() - allocate a VM's array, mapped into its domain
+ * @kvm: the VM
+ * @n: number of elements
+ * @size: size of an element
+ * @owner: what it is, for debugfs (a string with static lifetime)
+ *
+ * __vcalloc(), and with ASI on mapped into the VM's domain: vmalloc()
+ * gives the array pages of its own. For the memslots' MMU metadata
+ * (rmaps, large page info, write-tracking counts), which page faults read
+ * on the VM's restricted table. Can sleep.
+ *
+ * Return: the zeroed array, to be freed with kvm_asi_vfree(); NULL when
+ * it could not be allocated or mapped (nothing is left behind then).
+ */
+void *kvm_asi_vcalloc(struct kvm *kvm, size_t n, size_t size, const char *owner)
+{
+	void *p = __vcalloc(n, size, GFP_KERNEL_ACCOUNT);
+
+	if (p && kvm_arch_asi_map(kvm, p, n * size, owner)) {
+		vfree(p);
+		p = NULL;
+	}
+	return p;
+}
+
+/**
+ * kvm_asi_vfree() - unmap and free what kvm_asi_vcalloc() allocated
+ * @kvm: the VM
+ * @p: the array, or NULL
+ * @n: @n given to kvm_asi_vcalloc()
+ * @size: @size given to kvm_asi_vcalloc()
+ *
+ * Flushes every CPU before the array is freed.
+ */
+void kvm_asi_vfree(struct kvm *kvm, void *p, size_t n, size_t size)
+{
+	if (!p)
+		return;
+	kvm_arch_asi_unmap(kvm, p, n * size);
+	vfree(p);
 }
 
 /**

@@ -16,9 +16,10 @@
  */
 #include <linux/asi.h>
 #include <linux/kvm_host.h>
+#include <linux/vmalloc.h>
 #include <asm/nospec-branch.h>
 
-struct kvm_asi_pt_pool;
+struct kvm_mmu_page;
 
 #ifdef CONFIG_MITIGATION_ADDRESS_SPACE_ISOLATION
 
@@ -39,8 +40,11 @@ void kvm_asi_vcpu_load(struct kvm_vcpu *vcpu);
 void kvm_asi_vcpu_put(struct kvm_vcpu *vcpu);
 void kvm_asi_vcpu_destroy(struct kvm_vcpu *vcpu);
 void kvm_asi_pt_topup(struct kvm *kvm, unsigned int min);
-struct kvm_asi_pt_pool *kvm_asi_pt_alloc(struct kvm *kvm, void **pages, unsigned int n);
-void kvm_asi_pt_free(struct kvm_asi_pt_pool *pool, void *page);
+struct kvm_mmu_page *kvm_asi_alloc_sp(struct kvm *kvm, u64 init_value,
+				      bool shadowed_info);
+bool kvm_asi_free_sp(struct kvm_mmu_page *sp);
+void *kvm_asi_vcalloc(struct kvm *kvm, size_t n, size_t size, const char *owner);
+void kvm_asi_vfree(struct kvm *kvm, void *p, size_t n, size_t size);
 
 /*
  * What may have been pulled into the caches while the full table was in
@@ -108,13 +112,25 @@ static inline void kvm_asi_vcpu_load(struct kvm_vcpu *vcpu) { }
 static inline void kvm_asi_vcpu_put(struct kvm_vcpu *vcpu) { }
 static inline void kvm_asi_vcpu_destroy(struct kvm_vcpu *vcpu) { }
 static inline void kvm_asi_pt_topup(struct kvm *kvm, unsigned int min) { }
-static inline struct kvm_asi_pt_pool *kvm_asi_pt_alloc(struct kvm *kvm,
-						       void **pages, unsigned int n)
+static inline struct kvm_mmu_page *kvm_asi_alloc_sp(struct kvm *kvm, u64 init_value,
+						    bool shadowed_info)
 {
 	return NULL;
 }
 
-static inline void kvm_asi_pt_free(struct kvm_asi_pt_pool *pool, void *page) { }
+static inline bool kvm_asi_free_sp(struct kvm_mmu_page *sp) { return false; }
+
+static inline void *kvm_asi_vcalloc(struct kvm *kvm, size_t n, size_t size,
+				    const char *owner)
+{
+	return __vcalloc(n, size, GFP_KERNEL_ACCOUNT);
+}
+
+static inline void kvm_asi_vfree(struct kvm *kvm, void *p, size_t n, size_t size)
+{
+	vfree(p);
+}
+
 static __always_inline void kvm_asi_enter(struct kvm_vcpu *vcpu) { }
 
 #endif /* CONFIG_MITIGATION_ADDRESS_SPACE_ISOLATION */

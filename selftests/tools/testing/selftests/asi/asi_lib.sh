@@ -40,3 +40,34 @@ asi_on_cpu() {
 asi_warn_count() {
 	dmesg | grep -c -E 'WARNING:|BUG:|Oops'
 }
+
+# For the tests of KVM built as modules: set vendor (this CPU's vendor
+# module), other (the other vendor's) and paging (the vendor module's
+# nested paging parameter), and load the vendor module. Skip without SVM
+# or VMX, or with KVM built in.
+asi_kvm_modules() {
+	if grep -q -w svm /proc/cpuinfo; then
+		vendor=kvm_amd other=kvm_intel paging=npt
+	elif grep -q -w vmx /proc/cpuinfo; then
+		vendor=kvm_intel other=kvm_amd paging=ept
+	else
+		echo "SKIP: no SVM or VMX"
+		exit 4
+	fi
+	[ -e /sys/module/kvm/initstate ] && return
+	modprobe "$vendor" 2>/dev/null || true
+	[ -e /sys/module/kvm/initstate ] || {
+		echo "SKIP: KVM is built in, or $vendor does not load"
+		exit 4
+	}
+}
+
+# Fail (set fail=1) if the kernel log holds more WARN, BUG or oops reports
+# than $1 (asi_warn_count's earlier count), and show them.
+asi_check_warns() {
+	w=$(asi_warn_count)
+	[ "$w" -eq "$1" ] && return
+	echo "FAIL: $((w - $1)) new WARN/BUG/Oops reports:"
+	dmesg | grep -E -A20 'WARNING:|BUG:|Oops' | tail -60
+	fail=1
+}

@@ -79,21 +79,7 @@ if [ "${1:-}" = --live ]; then
 fi
 
 asi_require_on
-if grep -q -w svm /proc/cpuinfo; then
-	vendor=kvm_amd other=kvm_intel
-elif grep -q -w vmx /proc/cpuinfo; then
-	vendor=kvm_intel other=kvm_amd
-else
-	echo "SKIP: no SVM or VMX"
-	exit 4
-fi
-if [ ! -e /sys/module/kvm/initstate ]; then
-	modprobe "$vendor" 2>/dev/null || true
-	[ -e /sys/module/kvm/initstate ] || {
-		echo "SKIP: KVM is built in, or $vendor does not load"
-		exit 4
-	}
-fi
+asi_kvm_modules
 [ -d /sys/module/kvm/sections ] || {
 	echo "SKIP: no /sys/module/kvm/sections (CONFIG_KALLSYMS off?)"
 	exit 4
@@ -181,11 +167,6 @@ if [ "$used" != "$used_loaded" ]; then
 	fail=1
 fi
 
-w1=$(asi_warn_count)
-if [ "$w1" -ne "$w0" ]; then
-	echo "FAIL: $((w1 - w0)) new WARN/BUG/Oops reports:"
-	dmesg | grep -E -A20 'WARNING:|BUG:|Oops' | tail -60
-	fail=1
-fi
+asi_check_warns "$w0"
 [ $fail -eq 0 ] && echo "PASS"
 exit $fail

@@ -35,6 +35,13 @@
  * irq_window_exits counters, so each phase is shown to exercise what it
  * names.
  *
+ * INVLPG and CR3 writes exit only with shadow paging (kvm_amd npt=0,
+ * kvm_intel ept=0), where KVM walks and syncs its shadow page tables for
+ * them; with nested paging those phases say so and skip their exit-count
+ * checks. With shadow paging the dirty_log phase's writes are fixed by
+ * the shadow MMU's page fault handler (pf_fixed), which resolves each page
+ * through get_user_pages(): they fall back, and are printed, not checked.
+ *
  * Then IPIs between two vCPUs of a second VM (run_ipi_pair()): to a vCPU
  * that halts, so that KVM halt-polls or blocks (it leaves the table first,
  * as a schedule-out: see vcpu_block()), and to a vCPU that runs in the
@@ -90,6 +97,8 @@ enum phase {
 	PHASE_IRQ_WINDOW,
 	PHASE_PAUSE,
 	PHASE_HLT,
+	PHASE_INVLPG,
+	PHASE_CR3,
 	NR_PHASES,
 };
 
@@ -116,6 +125,8 @@ static const struct {
 	[PHASE_IRQ_WINDOW]	= { "irq_window",	true,	false },
 	[PHASE_PAUSE]		= { "pause",		true,	false },
 	[PHASE_HLT]		= { "hlt",		true,	false },
+	[PHASE_INVLPG]		= { "invlpg",		true,	false },
+	[PHASE_CR3]		= { "cr3_write",	true,	false },
 };
 
 /*
@@ -226,6 +237,21 @@ static void guest_phase(enum phase p, int n)
 			break;
 		case PHASE_PAUSE:
 			asm volatile("pause");
+			break;
+		case PHASE_INVLPG:
+			/*
+			 * Intercepted with shadow paging only: KVM walks its
+			 * shadow page tables for the address and resyncs the
+			 * SPTE from the guest's PTE.
+			 */
+			asm volatile("invlpg (%0)" : : "r"(&guest_irqs) : "memory");
+			break;
+		case PHASE_CR3:
+			/*
+			 * Intercepted with shadow paging only: KVM syncs the
+			 * shadow roots and flushes the guest's TLB.
+			 */
+			asm volatile("mov %0, %%cr3" : : "r"(get_cr3()) : "memory");
 			break;
 		default:
 			GUEST_FAIL("unknown phase %d", p);
@@ -371,13 +397,13 @@ static const char * const stat_names[] = {
 	"asi_exits_fault", "asi_exits_interrupt", "asi_exits_other",
 	"asi_fallbacks", "asi_flushes", "asi_flushes_skipped",
 	"halt_exits", "irq_window_exits", "halt_attempted_poll",
-	"halt_successful_poll", "halt_wakeup", "pf_fast",
+	"halt_successful_poll", "halt_wakeup", "pf_fast", "pf_fixed",
 };
 
 enum {
 	S_EXITS, S_ENTERS, S_USER, S_SCHED, S_FAULT, S_IRQ, S_OTHER, S_FALLBACKS,
 	S_FLUSHES, S_SKIPPED, S_HALT, S_IRQ_WINDOW, S_POLLS,
-	S_POLLED, S_WAKEUPS, S_PF_FAST, NR_STATS
+	S_POLLED, S_WAKEUPS, S_PF_FAST, S_PF_FIXED, NR_STATS
 };
 
 struct stats_reader {
@@ -546,13 +572,22 @@ static void check_ipis(enum phase p, struct ucall *uc, const uint64_t *d, bool a
  * fast path (but the WARMUP % DIRTY_PAGES pages that the warm-up left
  * writable). Not with PML: see pml_on().
  */
-static void check_dirty_log(uint64_t user_pio, const uint64_t *d)
+/*
+ * Every write after a collection faults: the TDP MMU fixes it in its fast
+ * path, the shadow MMU (which has none) in its page fault handler.
+ */
+static void check_dirty_log(uint64_t user_pio, const uint64_t *d, bool shadow)
 {
 	TEST_ASSERT(user_pio == ITERATIONS / DIRTY_PAGES,
 		    "dirty_log: %lu collections for %d writes", user_pio, ITERATIONS);
-	TEST_ASSERT(d[S_PF_FAST] >= ITERATIONS - DIRTY_PAGES,
-		    "dirty_log: %lu fast page faults for %d writes", d[S_PF_FAST],
-		    ITERATIONS);
+	if (shadow)
+		TEST_ASSERT(d[S_PF_FIXED] >= ITERATIONS - DIRTY_PAGES,
+			    "dirty_log: %lu page faults fixed for %d writes",
+			    d[S_PF_FIXED], ITERATIONS);
+	else
+		TEST_ASSERT(d[S_PF_FAST] >= ITERATIONS - DIRTY_PAGES,
+			    "dirty_log: %lu fast page faults for %d writes",
+			    d[S_PF_FAST], ITERATIONS);
 }
 
 static double elapsed_ns(const struct timespec *a, const struct timespec *b)
@@ -588,6 +623,38 @@ static char *read_faults(struct kvm_vm *vm)
 	fclose(m);
 	fclose(f);
 	return log;
+}
+
+/*
+ * With ASI on, the MMU's pages (the TDP MMU's or, with shadow paging, the
+ * shadow MMU's) come from the VM's pool (asi/mmu_pages): pages in use,
+ * and, unless fallbacks are allowed (a miss costs fallbacks), none the
+ * pool could not serve.
+ */
+static void check_mmu_pool(struct kvm_vm *vm, bool allow_misses)
+{
+	unsigned long pages = 0, free = 0, misses = -1UL, v;
+	char path[128], name[32];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/kvm/%d-%d/asi/mmu_pages",
+		 getpid(), vm->fd);
+	f = fopen(path, "r");
+	TEST_ASSERT(f, "ASI on, but no %s", path);
+	/* "name: value" lines */
+	while (fscanf(f, "%31s %lu", name, &v) == 2) {
+		if (!strcmp(name, "pages:"))
+			pages = v;
+		else if (!strcmp(name, "free:"))
+			free = v;
+		else if (!strcmp(name, "misses:"))
+			misses = v;
+	}
+	fclose(f);
+	printf("MMU pool: %lu pages, %lu free, %lu misses\n", pages, free, misses);
+	TEST_ASSERT(pages > free, "no MMU page from the VM's pool in use");
+	TEST_ASSERT(allow_misses || !misses,
+		    "%lu MMU page allocations the VM's pool could not serve", misses);
 }
 
 /*
@@ -736,6 +803,8 @@ int main(void)
 {
 	uint64_t before[NR_STATS], after[NR_STATS], d[NR_STATS];
 	bool on = asi_is_on(), apicv = apicv_on(), pml = pml_on(), failed = false;
+	/* npt=0 or ept=0: KVM shadows the guest's page tables. */
+	bool shadow = !kvm_is_tdp_enabled();
 	/*
 	 * For runs that cause fallbacks on purpose (NMIs sent at the vCPU by
 	 * asi_nmi_storm.sh): every other check still applies.
@@ -757,8 +826,8 @@ int main(void)
 	virt_map(vm, DIRTY_GPA, DIRTY_GPA, DIRTY_PAGES);
 	stats_open(&r, vcpu);
 
-	printf("ASI is %s; %d iterations per exit type after %d of warm-up\n",
-	       on ? "on" : "off", ITERATIONS, WARMUP);
+	printf("ASI is %s, %s paging; %d iterations per exit type after %d of warm-up\n",
+	       on ? "on" : "off", shadow ? "shadow" : "nested", ITERATIONS, WARMUP);
 	printf("%-12s %8s %8s %8s %8s %8s %8s %8s %10s %10s\n", "exit", "exits",
 	       "enters", "user", "sched", "fault", "irq", "flushes", "fb/1000",
 	       "cr3/exit");
@@ -796,6 +865,9 @@ int main(void)
 		} else if (p == PHASE_DIRTY_LOG && pml) {
 			printf("SKIP %s: %lu exits for %d writes: PML logs them without faults\n",
 			       phases[p].name, d[S_EXITS], ITERATIONS);
+		} else if ((p == PHASE_INVLPG || p == PHASE_CR3) && !shadow) {
+			printf("SKIP %s: %lu exits for %d: nested paging does not intercept it\n",
+			       phases[p].name, d[S_EXITS], ITERATIONS);
 		} else {
 			print_bench(phases[p].name, elapsed_ns(&t0, &t1) / ITERATIONS, d);
 			TEST_ASSERT(d[S_EXITS] >= ITERATIONS,
@@ -808,7 +880,7 @@ int main(void)
 		if (p == PHASE_HLT || p == PHASE_IRQ_WINDOW)
 			check_ipis(p, &uc, d, apicv);
 		if (p == PHASE_DIRTY_LOG && !pml)
-			check_dirty_log(user_pio, d);
+			check_dirty_log(user_pio, d, shadow);
 
 		if (!on) {
 			for (i = S_ENTERS; i <= S_SKIPPED; i++)
@@ -850,7 +922,16 @@ int main(void)
 				    d[S_ENTERS] == d[S_USER] + d[S_IRQ],
 				    "%s: %lu switches out to user space, %lu on interrupts and %lu back in for %d exits",
 				    phases[p].name, d[S_USER], d[S_IRQ], d[S_ENTERS], ITERATIONS);
-		if (phases[p].fault_free && !allow_fallbacks && d[S_FALLBACKS] > SYNC_FALLBACKS) {
+		/*
+		 * With shadow paging, every write after a collection resolves
+		 * the page through get_user_pages(), which takes a reference
+		 * on its struct page: guest memory's memory map is not mapped.
+		 */
+		if (p == PHASE_DIRTY_LOG && shadow) {
+			printf("%s: %lu fallbacks in %d writes with shadow paging (not checked)\n",
+			       phases[p].name, d[S_FALLBACKS], ITERATIONS);
+		} else if (phases[p].fault_free && !allow_fallbacks &&
+			   d[S_FALLBACKS] > SYNC_FALLBACKS) {
 			printf("FAIL: %s: %lu fallback faults in %d exits and the sync's\n",
 			       phases[p].name, d[S_FALLBACKS], ITERATIONS);
 			if (!failed) {
@@ -880,6 +961,8 @@ int main(void)
 
 	vcpu_run(vcpu);
 	TEST_ASSERT(get_ucall(vcpu, &uc) == UCALL_DONE, "guest did not finish");
+	if (on)
+		check_mmu_pool(vm, allow_fallbacks);
 	stats_close(&r);
 	kvm_vm_free(vm);
 

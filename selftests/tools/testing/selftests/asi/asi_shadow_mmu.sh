@@ -1,0 +1,110 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# The shadow MMU under ASI: KVM built as modules, asi=on. Reloads the
+# vendor module with nested paging off (kvm_amd npt=0, kvm_intel ept=0),
+# so that KVM shadows every guest's page tables, as it does for a nested
+# guest, and checks that:
+#   - asi_exits_test passes: its common exits, and INVLPG and CR3 writes
+#     (which walk and sync the shadow page tables), take no fallback fault;
+#   - with VMs live (asi_multi_vm_test -x), each VM's shadow pages come
+#     from its MMU pool (asi/mmu_pages: pages in use, no miss), and its
+#     memslots' rmaps, large page info and write-tracking counts are
+#     mapped into its domain (asi/mappings);
+# then reloads the vendor module with nested paging on. No WARN may appear
+# throughout. Skips with ASI off or KVM built in. Exit: 0 pass, 1 fail,
+# 4 skip.
+#
+# Called as "asi_shadow_mmu.sh --live" by asi_multi_vm_test -x, it does
+# the live check only.
+
+. "$(dirname "$0")/asi_lib.sh"
+
+exits=${ASI_EXITS_TEST:-/tests/kvm/x86_64/asi_exits_test}
+multi=${ASI_MULTI_VM_TEST:-/tests/kvm/x86_64/asi_multi_vm_test}
+kvm=/sys/kernel/debug/kvm
+
+# field FILE NAME: the value of "NAME: value" in FILE.
+field() {
+	awk -v n="$2:" '$1 == n { print $2 }' "$1"
+}
+
+# With the VMs of $ASI_TEST_PID live: their shadow pages are the pool's,
+# their memslots' metadata is mapped.
+live_check() {
+	n=0 rc=0
+	for d in $kvm/"${ASI_TEST_PID:?}"-*/asi; do
+		[ -r "$d/mmu_pages" ] || continue
+		n=$((n + 1))
+		pages=$(field "$d/mmu_pages" pages)
+		free=$(field "$d/mmu_pages" free)
+		misses=$(field "$d/mmu_pages" misses)
+		if [ "${pages:-0}" -eq 0 ] || [ "${free:-0}" -ge "$pages" ] ||
+		   [ "${misses:-1}" -ne 0 ]; then
+			echo "FAIL: $d: shadow pages not (all) from the MMU pool:"
+			cat "$d/mmu_pages"
+			rc=1
+		fi
+		echo "$d: $(tr '\n' ' ' <"$d/mmu_pages")"
+		for owner in rmap "large page info" "write tracking"; do
+			if ! grep -q "domain  *$owner\$" "$d/mappings"; then
+				echo "FAIL: $d maps no memslot $owner"
+				rc=1
+			fi
+		done
+	done
+	if [ $n -eq 0 ]; then
+		echo "FAIL: no live VM's asi folder found"
+		return 1
+	fi
+	echo "$n live VMs: shadow pages from their MMU pools, memslot metadata mapped"
+	return $rc
+}
+
+if [ "${1:-}" = --live ]; then
+	live_check
+	exit $?
+fi
+
+asi_require_on
+asi_kvm_modules
+
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+w0=$(asi_warn_count)
+fail=0
+
+# reload VALUE: load the vendor module again with $paging=VALUE.
+reload() {
+	rmmod "$vendor" 2>/dev/null
+	if ! modprobe "$vendor" "$paging=$1"; then
+		echo "FAIL: cannot load $vendor $paging=$1"
+		exit 1
+	fi
+	echo "$vendor loaded with $paging=$(cat /sys/module/$vendor/parameters/$paging)"
+}
+
+reload 0
+if ! "$exits" >"$out" 2>&1; then
+	echo "FAIL: $exits with shadow paging failed:"
+	cat "$out"
+	fail=1
+else
+	grep -E '^(ASI is|exit|SKIP|MMU pool|[a-z_0-9]+ +[0-9]|dirty_log:)' "$out"
+	grep -q 'shadow paging' "$out" || {
+		echo "FAIL: $exits did not run with shadow paging"
+		fail=1
+	}
+fi
+if ! "$multi" -v 2 -c 1 -s 3 -x "$0 --live" >"$out" 2>&1; then
+	echo "FAIL: $multi with shadow paging and the live check failed:"
+	cat "$out"
+	fail=1
+else
+	grep -E 'live VMs|/asi: pages|^FAIL' "$out"
+fi
+reload 1
+
+asi_check_warns "$w0"
+[ $fail -eq 0 ] && echo "PASS"
+exit $fail
