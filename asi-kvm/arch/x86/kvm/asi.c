@@ -1077,7 +1077,7 @@ static const struct file_operations kvm_asi_plant_fops = {
  * asi/faults: the VM's fallback faults by site (see asi_fault_log_show());
  * writing 0 resets them. asi/mappings: what the VM's domain maps and why
  * (asi_mappings_show()). asi/pagetable: its restricted table in ptdump's
- * format (asi_pagetable_show()). asi/mmu_pages: the TDP MMU's page pool
+ * format (asi_pagetable_show()). asi/mmu_pages: the MMU's page pool
  * (pages, free, allocations it could not serve). asi/plant: a test hook
  * (see above).
  */

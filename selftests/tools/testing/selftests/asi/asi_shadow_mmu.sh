@@ -7,6 +7,8 @@
 # guest, and checks that:
 #   - asi_exits_test passes: its common exits, and INVLPG and CR3 writes
 #     (which walk and sync the shadow page tables), take no fallback fault;
+#   - memslots added, moved and deleted under a running vCPU
+#     (asi_churn_test) map and unmap their MMU metadata cleanly;
 #   - with VMs live (asi_multi_vm_test -x), each VM's shadow pages come
 #     from its MMU pool (asi/mmu_pages: pages in use, no miss), and its
 #     memslots' rmaps, large page info and write-tracking counts are
@@ -22,6 +24,7 @@
 
 exits=${ASI_EXITS_TEST:-/tests/kvm/x86_64/asi_exits_test}
 multi=${ASI_MULTI_VM_TEST:-/tests/kvm/x86_64/asi_multi_vm_test}
+churn=${ASI_CHURN_TEST:-/tests/kvm/x86_64/asi_churn_test}
 kvm=/sys/kernel/debug/kvm
 
 # field FILE NAME: the value of "NAME: value" in FILE.
@@ -74,11 +77,13 @@ trap 'rm -f "$out"' EXIT
 w0=$(asi_warn_count)
 fail=0
 
-# reload VALUE: load the vendor module again with $paging=VALUE.
+# reload VALUE: load the vendor module again with $paging=VALUE; on
+# failure, with its defaults, so that later tests find KVM loaded.
 reload() {
 	rmmod "$vendor" 2>/dev/null
 	if ! modprobe "$vendor" "$paging=$1"; then
 		echo "FAIL: cannot load $vendor $paging=$1"
+		modprobe "$vendor"
 		exit 1
 	fi
 	echo "$vendor loaded with $paging=$(cat /sys/module/$vendor/parameters/$paging)"
@@ -95,6 +100,17 @@ else
 		echo "FAIL: $exits did not run with shadow paging"
 		fail=1
 	}
+fi
+# Memslots added, moved and deleted under a running vCPU: with shadow
+# paging each has rmaps and write-tracking counts, mapped when allocated
+# and unmapped before they are freed (a range left mapped would make the
+# next one at that address fail to map, and the memslot ioctl with it).
+if ! "$churn" -n 10 -m 3 >"$out" 2>&1; then
+	echo "FAIL: $churn with shadow paging failed:"
+	cat "$out"
+	fail=1
+else
+	tail -3 "$out"
 fi
 if ! "$multi" -v 2 -c 1 -s 3 -x "$0 --live" >"$out" 2>&1; then
 	echo "FAIL: $multi with shadow paging and the live check failed:"
