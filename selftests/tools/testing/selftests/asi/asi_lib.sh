@@ -62,6 +62,23 @@ asi_kvm_modules() {
 	}
 }
 
+# asi_run WHAT FILTER CMD...: run CMD with its output in $out (a file
+# the caller made). On failure say "FAIL: WHAT failed:", show the output
+# and set fail=1 (return 1); else show the output's lines that match the
+# extended regular expression FILTER (return 0).
+asi_run() {
+	what=$1 filter=$2
+	shift 2
+	if ! "$@" >"$out" 2>&1; then
+		echo "FAIL: $what failed:"
+		cat "$out"
+		fail=1
+		return 1
+	fi
+	grep -E "$filter" "$out"
+	return 0
+}
+
 # Fail (set fail=1) if the kernel log holds more WARN, BUG or oops reports
 # than $1 (asi_warn_count's earlier count), and show them.
 asi_check_warns() {

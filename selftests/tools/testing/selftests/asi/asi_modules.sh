@@ -125,20 +125,9 @@ check_loaded() {
 		echo "FAIL: no module per-CPU room in use with kvm and $vendor loaded"
 		fail=1
 	fi
-	if ! "$exits" >"$out" 2>&1; then
-		echo "FAIL: $exits failed:"
-		cat "$out"
-		fail=1
-	else
-		grep -E '^(exit|[a-z_]+ +[0-9])' "$out"
-	fi
-	if ! "$multi" -v 2 -c 1 -s 3 -x "$0 --live $vendor $other" >"$out" 2>&1; then
-		echo "FAIL: $multi with the live-domain check failed:"
-		cat "$out"
-		fail=1
-	else
-		grep -E 'live domains|^FAIL' "$out"
-	fi
+	asi_run "$exits" '^(exit|[a-z_]+ +[0-9])' "$exits"
+	asi_run "$multi with the live-domain check" 'live domains|^FAIL' \
+		"$multi" -v 2 -c 1 -s 3 -x "$0 --live $vendor $other"
 }
 
 w0=$(asi_warn_count)

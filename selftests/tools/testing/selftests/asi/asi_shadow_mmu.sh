@@ -90,12 +90,8 @@ reload() {
 }
 
 reload 0
-if ! "$exits" >"$out" 2>&1; then
-	echo "FAIL: $exits with shadow paging failed:"
-	cat "$out"
-	fail=1
-else
-	grep -E '^(ASI is|exit|SKIP|MMU pool|[a-z_0-9]+ +[0-9]|dirty_log:)' "$out"
+if asi_run "$exits with shadow paging" \
+	'^(ASI is|exit|SKIP|MMU pool|[a-z_0-9]+ +[0-9]|dirty_log:)' "$exits"; then
 	grep -q 'shadow paging' "$out" || {
 		echo "FAIL: $exits did not run with shadow paging"
 		fail=1
@@ -105,20 +101,10 @@ fi
 # paging each has rmaps and write-tracking counts, mapped when allocated
 # and unmapped before they are freed (a range left mapped would make the
 # next one at that address fail to map, and the memslot ioctl with it).
-if ! "$churn" -n 10 -m 3 >"$out" 2>&1; then
-	echo "FAIL: $churn with shadow paging failed:"
-	cat "$out"
-	fail=1
-else
-	tail -3 "$out"
-fi
-if ! "$multi" -v 2 -c 1 -s 3 -x "$0 --live" >"$out" 2>&1; then
-	echo "FAIL: $multi with shadow paging and the live check failed:"
-	cat "$out"
-	fail=1
-else
-	grep -E 'live VMs|/asi: pages|^FAIL' "$out"
-fi
+asi_run "$churn with shadow paging" '^(lifecycles|memslot churn|after):' \
+	"$churn" -n 10 -m 3
+asi_run "$multi with shadow paging and the live check" 'live VMs|/asi: pages|^FAIL' \
+	"$multi" -v 2 -c 1 -s 3 -x "$0 --live"
 reload 1
 
 asi_check_warns "$w0"

@@ -568,13 +568,10 @@ static void check_ipis(enum phase p, struct ucall *uc, const uint64_t *d, bool a
 
 /*
  * The dirty-logging phase: one collection per round of DIRTY_PAGES writes,
- * and each write after a collection an NPT fault that KVM fixed in its
- * fast path (but the WARMUP % DIRTY_PAGES pages that the warm-up left
- * writable). Not with PML: see pml_on().
- */
-/*
- * Every write after a collection faults: the TDP MMU fixes it in its fast
- * path, the shadow MMU (which has none) in its page fault handler.
+ * and each write after a collection a page fault (but the WARMUP %
+ * DIRTY_PAGES pages that the warm-up left writable), which the TDP MMU
+ * fixes in its fast path, the shadow MMU (which has none) in its page
+ * fault handler. Not with PML: see pml_on().
  */
 static void check_dirty_log(uint64_t user_pio, const uint64_t *d, bool shadow)
 {
@@ -603,17 +600,25 @@ static void print_bench(const char *name, double ns, const uint64_t *d)
 	       d[S_SKIPPED]);
 }
 
+/* The VM's debugfs file asi/@name, opened for reading, or NULL. */
+static FILE *vm_asi_fopen(struct kvm_vm *vm, const char *name)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/kvm/%d-%d/asi/%s",
+		 getpid(), vm->fd, name);
+	return fopen(path, "r");
+}
+
 /* The VM's fault log (asi/faults) as it is now, or NULL. */
 static char *read_faults(struct kvm_vm *vm)
 {
-	char path[128], *log = NULL;
+	char *log = NULL;
 	size_t len = 0;
 	FILE *f, *m;
 	int c;
 
-	snprintf(path, sizeof(path), "/sys/kernel/debug/kvm/%d-%d/asi/faults",
-		 getpid(), vm->fd);
-	f = fopen(path, "r");
+	f = vm_asi_fopen(vm, "faults");
 	if (!f)
 		return NULL;
 	m = open_memstream(&log, &len);
@@ -634,13 +639,10 @@ static char *read_faults(struct kvm_vm *vm)
 static void check_mmu_pool(struct kvm_vm *vm, bool allow_misses)
 {
 	unsigned long pages = 0, free = 0, misses = -1UL, v;
-	char path[128], name[32];
-	FILE *f;
+	FILE *f = vm_asi_fopen(vm, "mmu_pages");
+	char name[32];
 
-	snprintf(path, sizeof(path), "/sys/kernel/debug/kvm/%d-%d/asi/mmu_pages",
-		 getpid(), vm->fd);
-	f = fopen(path, "r");
-	TEST_ASSERT(f, "ASI on, but no %s", path);
+	TEST_ASSERT(f, "ASI on, but no asi/mmu_pages for the VM");
 	/* "name: value" lines */
 	while (fscanf(f, "%31s %lu", name, &v) == 2) {
 		if (!strcmp(name, "pages:"))
