@@ -465,8 +465,10 @@ void kvm_asi_destroy_vm(struct kvm *kvm)
  * @owner: what it is, for debugfs (a string with static lifetime)
  *
  * For the VM's data that common exits touch, allocated and freed by
- * generic or device code: the I/O buses, the PIC, the IOAPIC. A no-op
- * with ASI off.
+ * generic or device code (the I/O buses, the PIC, the IOAPIC), and for
+ * vCPU state that comes and goes while the vCPU lives (SVM's nested
+ * state, allocated when the guest turns EFER.SVME on). A no-op with ASI
+ * off.
  *
  * Return: 0 or asi_map()'s error; nothing is mapped then.
  */
@@ -477,6 +479,7 @@ int kvm_arch_asi_map(struct kvm *kvm, const void *addr, size_t len,
 		return 0;
 	return asi_map(kvm->arch.asi, addr, len, owner);
 }
+EXPORT_SYMBOL_GPL(kvm_arch_asi_map);
 
 /**
  * kvm_arch_asi_unmap() - unmap what kvm_arch_asi_map() mapped
@@ -493,6 +496,7 @@ void kvm_arch_asi_unmap(struct kvm *kvm, const void *addr, size_t len)
 	if (kvm->arch.asi)
 		asi_unmap(kvm->arch.asi, addr, len);
 }
+EXPORT_SYMBOL_GPL(kvm_arch_asi_unmap);
 
 /**
  * kvm_asi_vcalloc() - allocate a VM's array, mapped into its domain

@@ -58,6 +58,7 @@
 #include "apic.h"
 #include "kvm_util.h"
 #include "processor.h"
+#include "svm_util.h"
 #include "test_util.h"
 
 #define WARMUP		200
@@ -354,6 +355,67 @@ static void guest_waker(void)
 	GUEST_DONE();
 }
 
+/*
+ * A nested guest (SVM), in two phases of a warm-up and ITERATIONS rounds
+ * each. L2 runs l2_cpuids CPUIDs, which L1 does not intercept, so that
+ * this KVM handles them for L2 itself, then a VMMCALL, which L1 intercepts
+ * and steps over before it runs L2 again: first a VMMCALL after many
+ * CPUIDs (phase "nested_cpuid"), then VMMCALLs alone ("nested_vmmcall").
+ */
+#define L2_STACK_WORDS	64
+
+static int l2_cpuids;
+
+static void l2_code(void)
+{
+	uint32_t eax, ebx, ecx, edx;
+	int i;
+
+	for (;;) {
+		for (i = 0; i < READ_ONCE(l2_cpuids); i++)
+			cpuid(0, &eax, &ebx, &ecx, &edx);
+		asm volatile("vmmcall" ::: "memory");
+	}
+}
+
+/* Run L2 until its @n-th VMMCALL. */
+static void l1_run_l2(struct svm_test_data *svm, int n)
+{
+	struct vmcb *vmcb = svm->vmcb;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		run_guest(vmcb, svm->vmcb_gpa);
+		GUEST_ASSERT_EQ(vmcb->control.exit_code, SVM_EXIT_VMMCALL);
+		vmcb->save.rip += 3;	/* VMMCALL is 0f 01 d9 */
+	}
+}
+
+static void guest_nested(struct svm_test_data *svm)
+{
+	unsigned long l2_stack[L2_STACK_WORDS];
+
+	generic_svm_setup(svm, l2_code, &l2_stack[L2_STACK_WORDS]);
+
+	WRITE_ONCE(l2_cpuids, WARMUP);
+	l1_run_l2(svm, 1);
+	GUEST_SYNC(0);
+	WRITE_ONCE(l2_cpuids, ITERATIONS);
+	l1_run_l2(svm, 1);
+	GUEST_SYNC(1);
+
+	WRITE_ONCE(l2_cpuids, 0);
+	l1_run_l2(svm, WARMUP);
+	GUEST_SYNC(0);
+	l1_run_l2(svm, ITERATIONS);
+	GUEST_SYNC(1);
+
+	/* KVM frees the nested state: its mappings must go first. */
+	wrmsr(MSR_EFER, rdmsr(MSR_EFER) & ~EFER_SVME);
+	GUEST_SYNC(2);
+	GUEST_DONE();
+}
+
 static void guest_compute(void)
 {
 	uint64_t x = 88172645463325252ULL;
@@ -398,12 +460,13 @@ static const char * const stat_names[] = {
 	"asi_fallbacks", "asi_flushes", "asi_flushes_skipped",
 	"halt_exits", "irq_window_exits", "halt_attempted_poll",
 	"halt_successful_poll", "halt_wakeup", "pf_fast", "pf_fixed",
+	"nested_run",
 };
 
 enum {
 	S_EXITS, S_ENTERS, S_USER, S_SCHED, S_FAULT, S_IRQ, S_OTHER, S_FALLBACKS,
 	S_FLUSHES, S_SKIPPED, S_HALT, S_IRQ_WINDOW, S_POLLS,
-	S_POLLED, S_WAKEUPS, S_PF_FAST, S_PF_FIXED, NR_STATS
+	S_POLLED, S_WAKEUPS, S_PF_FAST, S_PF_FIXED, S_NESTED_RUN, NR_STATS
 };
 
 struct stats_reader {
@@ -610,6 +673,26 @@ static FILE *vm_asi_fopen(struct kvm_vm *vm, const char *name)
 	return fopen(path, "r");
 }
 
+/* Ranges the VM's domain maps for @owner now (asi/mappings). */
+static int vm_asi_mapped(struct kvm_vm *vm, const char *owner)
+{
+	FILE *f = vm_asi_fopen(vm, "mappings");
+	char line[256];
+	int n = 0, at;
+
+	TEST_ASSERT(f, "ASI on, but no asi/mappings for the VM");
+	/* "start-end pages class owner" */
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = 0;
+		at = -1;
+		if (sscanf(line, "%*s %*s %*s %n", &at) == 0 && at > 0 &&
+		    !strcmp(line + at, owner))
+			n++;
+	}
+	fclose(f);
+	return n;
+}
+
 /* The VM's fault log (asi/faults) as it is now, or NULL. */
 static char *read_faults(struct kvm_vm *vm)
 {
@@ -801,6 +884,138 @@ static bool run_ipi_pair(bool halt, bool on, bool apicv, bool allow_fallbacks)
 	return ok;
 }
 
+/*
+ * The nested guest's phases (guest_nested()). In "nested_cpuid" L2's
+ * CPUIDs exit to this KVM (L0), which handles them on vmcb02 without L1:
+ * they must be fault-free. Each phase has one round trip through L1 as
+ * well, and "nested_vmmcall" is nothing else: L2's VMMCALL is reflected to
+ * L1 (a nested VM-exit), L1's VMRUN is emulated (a nested VM-entry), and
+ * so are L1's VMLOAD and VMSAVE where the CPU cannot virtualize them.
+ * Each of those maps L1's VMCB for L2 (vmcb12) with kvm_vcpu_map(), which
+ * resolves the guest page through get_user_pages() and reads it through
+ * the direct map: they fall back (see "What still falls back" in
+ * Documentation/arch/x86/asi.rst), at most once per exit.
+ */
+#define NESTED_TRIP_EXITS	4	/* VMMCALL, VMLOAD, VMRUN, VMSAVE */
+
+static const struct {
+	const char *name;
+	bool fault_free;
+} nested_phases[] = {
+	{ "nested_cpuid",	true },
+	{ "nested_vmmcall",	false },
+};
+
+/*
+ * With L1's SVM on, vmcb02 and the nested MSR permission map are mapped
+ * into the VM's domain, once each; turning it off frees them, unmapped
+ * first.
+ */
+static void check_nested_mapped(struct kvm_vm *vm, bool svm_on)
+{
+	int vmcb02 = vm_asi_mapped(vm, "vmcb02");
+	int msrpm = vm_asi_mapped(vm, "nested MSR permission map");
+
+	printf("nested: SVM %s in L1: vmcb02 mapped %d times, its MSR permission map %d\n",
+	       svm_on ? "on" : "off", vmcb02, msrpm);
+	TEST_ASSERT(vmcb02 == svm_on && msrpm == svm_on,
+		    "nested: SVM %s, %d mappings of vmcb02, %d of its MSR permission map",
+		    svm_on ? "on" : "off", vmcb02, msrpm);
+}
+
+/*
+ * Runs the nested guest's phases; SVM only: nested VMX is not run here
+ * (no VMX under QEMU's TCG). Returns false on a failed check that does not
+ * stop the test at once.
+ */
+static bool run_nested(bool on, bool allow_fallbacks)
+{
+	uint64_t before[NR_STATS], after[NR_STATS], d[NR_STATS];
+	struct stats_reader r = { };
+	struct timespec t0, t1;
+	struct kvm_vcpu *vcpu;
+	vm_vaddr_t svm_gva;
+	struct kvm_vm *vm;
+	struct ucall uc;
+	bool ok = true;
+	int p, i;
+
+	if (!kvm_cpu_has(X86_FEATURE_SVM)) {
+		printf("SKIP nested: KVM offers its guests no SVM\n");
+		return true;
+	}
+	vm = vm_create_with_one_vcpu(&vcpu, guest_nested);
+	vcpu_alloc_svm(vm, &svm_gva);
+	vcpu_args_set(vcpu, 1, svm_gva);
+	stats_open(&r, vcpu);
+
+	for (p = 0; p < ARRAY_SIZE(nested_phases); p++) {
+		const char *name = nested_phases[p].name;
+		bool cpuids = p == 0;
+		uint64_t trips = cpuids ? 1 : ITERATIONS;
+		double exits;
+
+		run_to_sync(vcpu, &uc);		/* the warm-up */
+		stats_read(&r, before);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		run_to_sync(vcpu, &uc);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		stats_read(&r, after);
+		for (i = 0; i < NR_STATS; i++)
+			d[i] = after[i] - before[i];
+
+		/* As in main(): drop the sync's own exit to user space. */
+		exits = d[S_EXITS] ? d[S_EXITS] - 1 : 0;
+		print_row(name, d, exits, exits && d[S_ENTERS] ?
+			  (double)(2 * d[S_ENTERS] - 2) / exits : 0.0);
+		print_bench(name, elapsed_ns(&t0, &t1) / ITERATIONS, d);
+		printf("%s: %lu exits, %lu nested VMRUNs for %d %s\n", name,
+		       d[S_EXITS], d[S_NESTED_RUN], ITERATIONS,
+		       cpuids ? "CPUIDs in L2" : "round trips through L1");
+		TEST_ASSERT(d[S_NESTED_RUN] >= trips, "%s: %lu nested VMRUNs for %lu",
+			    name, d[S_NESTED_RUN], trips);
+		/* Every CPUID, or the L2 exit and L1's VMRUN, at least. */
+		TEST_ASSERT(d[S_EXITS] >= (cpuids ? ITERATIONS : 2 * trips),
+			    "%s: %lu exits", name, d[S_EXITS]);
+
+		if (!on) {
+			for (i = S_ENTERS; i <= S_SKIPPED; i++)
+				TEST_ASSERT(!d[i], "ASI off, but %s's %s moved by %lu",
+					    name, stat_names[i], d[i]);
+			continue;
+		}
+		TEST_ASSERT(d[S_ENTERS] >= 1, "%s: never entered the restricted table", name);
+		if (!nested_phases[p].fault_free) {
+			char *faults = read_faults(vm);
+
+			/* Where they are, for Documentation/arch/x86/asi.rst. */
+			printf("%s: %lu fallbacks in %lu exits (not checked)\n", name,
+			       d[S_FALLBACKS], d[S_EXITS]);
+			print_faults("of the nested VM", faults);
+			free(faults);
+		} else if (d[S_FALLBACKS] > NESTED_TRIP_EXITS * trips && !allow_fallbacks) {
+			char *faults = read_faults(vm);
+
+			printf("FAIL: %s: %lu fallback faults in %lu exits\n", name,
+			       d[S_FALLBACKS], d[S_EXITS]);
+			print_faults("of the nested VM", faults);
+			free(faults);
+			ok = false;
+		}
+	}
+
+	if (on)
+		check_nested_mapped(vm, true);
+	run_to_sync(vcpu, &uc);			/* L1 turns SVM off */
+	if (on)
+		check_nested_mapped(vm, false);
+	vcpu_run(vcpu);
+	TEST_ASSERT(get_ucall(vcpu, &uc) == UCALL_DONE, "nested guest did not finish");
+	stats_close(&r);
+	kvm_vm_free(vm);
+	return ok;
+}
+
 int main(void)
 {
 	uint64_t before[NR_STATS], after[NR_STATS], d[NR_STATS];
@@ -971,6 +1186,8 @@ int main(void)
 	if (!run_ipi_pair(true, on, apicv, allow_fallbacks))
 		failed = true;
 	if (!run_ipi_pair(false, on, apicv, allow_fallbacks))
+		failed = true;
+	if (!run_nested(on, allow_fallbacks))
 		failed = true;
 	TEST_ASSERT(!failed, "fallback faults on exits that must be fault-free");
 	return 0;
