@@ -12,8 +12,10 @@
  *   module maps with kvm_asi_vcpu_map(): its vCPU struct (from a cache of
  *   page-sized objects with ASI on), and on SVM the VMCB and the MSR
  *   permission map; its CPUID entries (a vmalloc()ed copy, replaced with
- *   them). Not the guest FPU state: XFD may reallocate it, and nothing
- *   would unmap the old one before it is freed;
+ *   them); on SVM, while the guest has EFER.SVME on, vmcb02 and the
+ *   nested MSR permission map (kvm_arch_asi_map()). Not the guest FPU
+ *   state: XFD may reallocate it, and nothing would unmap the old one
+ *   before it is freed;
  * - the per-CPU read-side counters of the VM's SRCU structs (page-owned
  *   with ASI on), which every exit takes;
  * - the kernel stacks and task_structs of the tasks that run its vCPUs;
@@ -32,7 +34,9 @@
  *   below), which MMIO and NPT faults, and with the shadow MMU INVLPG and
  *   CR3 writes, walk;
  * - the memslots' rmaps, large page info and write-tracking counts
- *   (kvm_asi_vcalloc()), which page faults read.
+ *   (kvm_asi_vcalloc()), which page faults read;
+ * - the memslots' dirty bitmaps and the vCPUs' dirty rings
+ *   (kvm_arch_asi_map()), which page faults that log a page dirty write.
  *
  * Everything else KVM touches on the restricted table falls back to the
  * full table; the per-vCPU and per-VM statistics and the VM's debugfs
@@ -465,7 +469,8 @@ void kvm_asi_destroy_vm(struct kvm *kvm)
  * @owner: what it is, for debugfs (a string with static lifetime)
  *
  * For the VM's data that common exits touch, allocated and freed by
- * generic or device code (the I/O buses, the PIC, the IOAPIC), and for
+ * generic or device code (the I/O buses, the PIC, the IOAPIC, the dirty
+ * bitmap and the dirty ring), and for
  * vCPU state that comes and goes while the vCPU lives (SVM's nested
  * state, allocated when the guest turns EFER.SVME on). A no-op with ASI
  * off.

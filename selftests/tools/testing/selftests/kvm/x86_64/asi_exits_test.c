@@ -26,6 +26,9 @@
  * is an NPT fault on mapped guest memory, which KVM fixes without leaving
  * the kernel (a "fast" page fault, KVM's pf_fast counter), and each round
  * one exit to user space. Each collection must find every page dirty.
+ * The same writes run again in a VM of their own with the dirty ring
+ * (KVM_CAP_DIRTY_LOG_RING, run_dirty_ring()), harvested and reset after
+ * each round: each fault pushes the page to the vCPU's ring.
  *
  * HLT, interrupt windows and PAUSE: the guest sends itself an IPI with
  * interrupts off, then halts right after STI (HLT in the STI shadow: the
@@ -47,6 +50,12 @@
  * as a schedule-out: see vcpu_block()), and to a vCPU that runs in the
  * guest, which KVM kicks out of guest mode. Neither vCPU may take a
  * fallback fault, but the sender when it wakes a vCPU that blocked.
+ *
+ * Last, a nested guest (SVM, run_nested()): L2's CPUIDs, which KVM
+ * handles for L2 itself, must be fault-free; round trips through L1 map
+ * L1's VMCB with kvm_vcpu_map() and fall back, printed, not checked.
+ * With L1's EFER.SVME on, the domain maps vmcb02 and the nested MSR
+ * permission map; with it off, neither.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -356,13 +365,13 @@ static void guest_waker(void)
 }
 
 /*
- * A nested guest (SVM), in two phases of a warm-up and ITERATIONS rounds
- * each. L2 runs l2_cpuids CPUIDs, which L1 does not intercept, so that
- * this KVM handles them for L2 itself, then a VMMCALL, which L1 intercepts
- * and steps over before it runs L2 again: first a VMMCALL after many
- * CPUIDs (phase "nested_cpuid"), then VMMCALLs alone ("nested_vmmcall").
+ * A nested guest (SVM). L2 runs l2_cpuids CPUIDs, which L1 does not
+ * intercept, so that this KVM handles them for L2 itself, then a VMMCALL,
+ * which L1 intercepts and steps over before it runs L2 again. Two phases,
+ * each after a warm-up: ITERATIONS CPUIDs and one VMMCALL (phase
+ * "nested_cpuid"), then ITERATIONS VMMCALLs alone ("nested_vmmcall").
  */
-#define L2_STACK_WORDS	64
+#define L2_GUEST_STACK_SIZE	64
 
 static int l2_cpuids;
 
@@ -393,9 +402,14 @@ static void l1_run_l2(struct svm_test_data *svm, int n)
 
 static void guest_nested(struct svm_test_data *svm)
 {
-	unsigned long l2_stack[L2_STACK_WORDS];
+	unsigned long l2_stack[L2_GUEST_STACK_SIZE];
 
-	generic_svm_setup(svm, l2_code, &l2_stack[L2_STACK_WORDS]);
+	generic_svm_setup(svm, l2_code, &l2_stack[L2_GUEST_STACK_SIZE]);
+	/*
+	 * An MSR permission map of L1's (all zero: it intercepts no MSR),
+	 * so that KVM runs L2 with the nested one, merged from both.
+	 */
+	svm->vmcb->control.intercept |= BIT_ULL(INTERCEPT_MSR_PROT);
 
 	WRITE_ONCE(l2_cpuids, WARMUP);
 	l1_run_l2(svm, 1);
@@ -413,6 +427,16 @@ static void guest_nested(struct svm_test_data *svm)
 	/* KVM frees the nested state: its mappings must go first. */
 	wrmsr(MSR_EFER, rdmsr(MSR_EFER) & ~EFER_SVME);
 	GUEST_SYNC(2);
+	GUEST_DONE();
+}
+
+/* The dirty_ring phase's guest: dirty_log's writes, in a VM of its own. */
+static void guest_dirty_ring(void)
+{
+	guest_phase(PHASE_DIRTY_LOG, WARMUP);
+	GUEST_SYNC(0);
+	guest_phase(PHASE_DIRTY_LOG, ITERATIONS);
+	GUEST_SYNC(1);
 	GUEST_DONE();
 }
 
@@ -566,9 +590,42 @@ static void collect_dirty_log(struct kvm_vm *vm)
 }
 
 /*
+ * The dirty ring's entries, DIRTY_RING_ENTRIES per vCPU: room for a round
+ * of DIRTY_PAGES writes and KVM's reserved entries.
+ */
+#define DIRTY_RING_ENTRIES	1024
+
+/*
+ * Harvest the vCPU's dirty ring (a VM with KVM_CAP_DIRTY_LOG_RING) and
+ * reset it, which write-protects the pages harvested again. The guest
+ * wrote every page of the dirty memslot since the last harvest.
+ */
+static void collect_dirty_ring(struct kvm_vcpu *vcpu)
+{
+	static uint32_t fetch;	/* the one ring VM's next entry */
+	struct kvm_dirty_gfn *gfns = vcpu_map_dirty_ring(vcpu), *cur;
+	uint32_t n = 0, reset;
+
+	for (;;) {
+		cur = &gfns[fetch % DIRTY_RING_ENTRIES];
+		if (__atomic_load_n(&cur->flags, __ATOMIC_ACQUIRE) != KVM_DIRTY_GFN_F_DIRTY)
+			break;
+		TEST_ASSERT(cur->slot == DIRTY_SLOT && cur->offset < DIRTY_PAGES,
+			    "dirty ring: slot %u offset %llu", cur->slot, cur->offset);
+		__atomic_store_n(&cur->flags, KVM_DIRTY_GFN_F_RESET, __ATOMIC_RELEASE);
+		fetch++;
+		n++;
+	}
+	reset = kvm_vm_reset_dirty_ring(vcpu->vm);
+	TEST_ASSERT(n == DIRTY_PAGES && reset == n,
+		    "dirty ring: %u entries harvested, %u reset, for %d pages written",
+		    n, reset, DIRTY_PAGES);
+}
+
+/*
  * Run until the guest's next GUEST_SYNC, which is left in *uc; count the
  * PIO exits to user space (to USER_PORT, and to DIRTY_PORT, where the
- * dirty log is collected).
+ * dirty log or the dirty ring is collected).
  */
 static uint64_t run_to_sync(struct kvm_vcpu *vcpu, struct ucall *uc)
 {
@@ -588,7 +645,9 @@ static uint64_t run_to_sync(struct kvm_vcpu *vcpu, struct ucall *uc)
 				     vcpu->run->io.port == DIRTY_PORT),
 				    "unexpected exit %s",
 				    exit_reason_str(vcpu->run->exit_reason));
-			if (vcpu->run->io.port == DIRTY_PORT)
+			if (vcpu->run->io.port == DIRTY_PORT && vcpu->vm->dirty_ring_size)
+				collect_dirty_ring(vcpu);
+			else if (vcpu->run->io.port == DIRTY_PORT)
 				collect_dirty_log(vcpu->vm);
 			user_pio++;
 			break;
@@ -685,8 +744,8 @@ static int vm_asi_mapped(struct kvm_vm *vm, const char *owner)
 	while (fgets(line, sizeof(line), f)) {
 		line[strcspn(line, "\n")] = 0;
 		at = -1;
-		if (sscanf(line, "%*s %*s %*s %n", &at) == 0 && at > 0 &&
-		    !strcmp(line + at, owner))
+		sscanf(line, "%*s %*s %*s %n", &at);
+		if (at > 0 && !strcmp(line + at, owner))
 			n++;
 	}
 	fclose(f);
@@ -886,24 +945,27 @@ static bool run_ipi_pair(bool halt, bool on, bool apicv, bool allow_fallbacks)
 
 /*
  * The nested guest's phases (guest_nested()). In "nested_cpuid" L2's
- * CPUIDs exit to this KVM (L0), which handles them on vmcb02 without L1:
- * they must be fault-free. Each phase has one round trip through L1 as
- * well, and "nested_vmmcall" is nothing else: L2's VMMCALL is reflected to
- * L1 (a nested VM-exit), L1's VMRUN is emulated (a nested VM-entry), and
- * so are L1's VMLOAD and VMSAVE where the CPU cannot virtualize them.
- * Each of those maps L1's VMCB for L2 (vmcb12) with kvm_vcpu_map(), which
- * resolves the guest page through get_user_pages() and reads it through
- * the direct map: they fall back (see "What still falls back" in
- * Documentation/arch/x86/asi.rst), at most once per exit.
+ * CPUIDs exit to this KVM (L0), which handles them on vmcb02 without L1,
+ * and enters L2 again: they must be fault-free. Each phase has round
+ * trips through L1 as well (one, or ITERATIONS in "nested_vmmcall"):
+ * L2's VMMCALL is reflected to L1 (a nested VM-exit), L1's VMRUN is
+ * emulated (a nested VM-entry), and so are L1's VMLOAD and VMSAVE where
+ * the CPU cannot virtualize them. Each of those maps a VMCB of L1's
+ * (vmcb12) with kvm_vcpu_map(), which resolves the guest page through
+ * get_user_pages() and reads it through the direct map: they fall back
+ * (see "Nested guests" in Documentation/arch/x86/asi.rst), at most once
+ * per exit.
  */
 #define NESTED_TRIP_EXITS	4	/* VMMCALL, VMLOAD, VMRUN, VMSAVE */
 
 static const struct {
 	const char *name;
 	bool fault_free;
+	int trips;		/* round trips through L1 */
+	int l2_exits;		/* exits L0 handles for L2, at least */
 } nested_phases[] = {
-	{ "nested_cpuid",	true },
-	{ "nested_vmmcall",	false },
+	{ "nested_cpuid",	true,	1,		ITERATIONS },
+	{ "nested_vmmcall",	false,	ITERATIONS,	ITERATIONS },
 };
 
 /*
@@ -951,8 +1013,7 @@ static bool run_nested(bool on, bool allow_fallbacks)
 
 	for (p = 0; p < ARRAY_SIZE(nested_phases); p++) {
 		const char *name = nested_phases[p].name;
-		bool cpuids = p == 0;
-		uint64_t trips = cpuids ? 1 : ITERATIONS;
+		uint64_t trips = nested_phases[p].trips, leaves;
 		double exits;
 
 		run_to_sync(vcpu, &uc);		/* the warm-up */
@@ -969,13 +1030,12 @@ static bool run_nested(bool on, bool allow_fallbacks)
 		print_row(name, d, exits, exits && d[S_ENTERS] ?
 			  (double)(2 * d[S_ENTERS] - 2) / exits : 0.0);
 		print_bench(name, elapsed_ns(&t0, &t1) / ITERATIONS, d);
-		printf("%s: %lu exits, %lu nested VMRUNs for %d %s\n", name,
-		       d[S_EXITS], d[S_NESTED_RUN], ITERATIONS,
-		       cpuids ? "CPUIDs in L2" : "round trips through L1");
-		TEST_ASSERT(d[S_NESTED_RUN] >= trips, "%s: %lu nested VMRUNs for %lu",
+		printf("%s: %lu exits, %lu nested VMRUNs for %lu round trips through L1\n",
+		       name, d[S_EXITS], d[S_NESTED_RUN], trips);
+		TEST_ASSERT(d[S_NESTED_RUN] == trips, "%s: %lu nested VMRUNs for %lu",
 			    name, d[S_NESTED_RUN], trips);
-		/* Every CPUID, or the L2 exit and L1's VMRUN, at least. */
-		TEST_ASSERT(d[S_EXITS] >= (cpuids ? ITERATIONS : 2 * trips),
+		/* L2's exits, and L1's VMRUNs. */
+		TEST_ASSERT(d[S_EXITS] >= nested_phases[p].l2_exits + trips,
 			    "%s: %lu exits", name, d[S_EXITS]);
 
 		if (!on) {
@@ -984,7 +1044,19 @@ static bool run_nested(bool on, bool allow_fallbacks)
 					    name, stat_names[i], d[i]);
 			continue;
 		}
-		TEST_ASSERT(d[S_ENTERS] >= 1, "%s: never entered the restricted table", name);
+		/*
+		 * Every VM-entry, into L2 as into L1, runs on the restricted
+		 * table (kvm_asi_enter() flushes or skips the flush), and the
+		 * syncs find the vCPU off it, as in main().
+		 */
+		TEST_ASSERT(d[S_FLUSHES] + d[S_SKIPPED] >= exits,
+			    "%s: %lu flushes, %lu skipped for %.0f exits", name,
+			    d[S_FLUSHES], d[S_SKIPPED], exits);
+		TEST_ASSERT(d[S_FLUSHES] <= d[S_ENTERS], "%s: %lu flushes for %lu entries",
+			    name, d[S_FLUSHES], d[S_ENTERS]);
+		leaves = d[S_USER] + d[S_SCHED] + d[S_FAULT] + d[S_IRQ] + d[S_OTHER];
+		TEST_ASSERT(d[S_ENTERS] == leaves, "%s: %lu switches onto the table, %lu off it",
+			    name, d[S_ENTERS], leaves);
 		if (!nested_phases[p].fault_free) {
 			char *faults = read_faults(vm);
 
@@ -1011,6 +1083,89 @@ static bool run_nested(bool on, bool allow_fallbacks)
 		check_nested_mapped(vm, false);
 	vcpu_run(vcpu);
 	TEST_ASSERT(get_ucall(vcpu, &uc) == UCALL_DONE, "nested guest did not finish");
+	stats_close(&r);
+	kvm_vm_free(vm);
+	return ok;
+}
+
+/*
+ * The dirty_log phase with the dirty ring (KVM_CAP_DIRTY_LOG_RING) in
+ * place of the bitmap, in a VM of its own (the ring is set up before the
+ * vCPU): every write after a harvest is a page fault KVM fixes in its fast
+ * path, which pushes the page to the vCPU's ring. Fault-free, but with
+ * shadow paging (see check_dirty_log()); not with PML.
+ *
+ * Returns false on a failed check that does not stop the test at once.
+ */
+static bool run_dirty_ring(bool on, bool shadow, bool pml, bool allow_fallbacks)
+{
+	uint64_t before[NR_STATS], after[NR_STATS], d[NR_STATS], user_pio;
+	const char *name = "dirty_ring";
+	struct stats_reader r = { };
+	struct timespec t0, t1;
+	struct kvm_vcpu *vcpu;
+	struct kvm_vm *vm;
+	struct ucall uc;
+	double exits;
+	bool ok = true;
+	int i;
+
+	if (!kvm_has_cap(KVM_CAP_DIRTY_LOG_RING) &&
+	    !kvm_has_cap(KVM_CAP_DIRTY_LOG_RING_ACQ_REL)) {
+		printf("SKIP %s: no KVM_CAP_DIRTY_LOG_RING\n", name);
+		return true;
+	}
+	if (pml) {
+		printf("SKIP %s: PML logs the writes without faults\n", name);
+		return true;
+	}
+	vm = vm_create(1);
+	vm_enable_dirty_ring(vm, DIRTY_RING_ENTRIES * sizeof(struct kvm_dirty_gfn));
+	vcpu = vm_vcpu_add(vm, 0, guest_dirty_ring);
+	vm_userspace_mem_region_add(vm, VM_MEM_SRC_ANONYMOUS, DIRTY_GPA, DIRTY_SLOT,
+				    DIRTY_PAGES, KVM_MEM_LOG_DIRTY_PAGES);
+	virt_map(vm, DIRTY_GPA, DIRTY_GPA, DIRTY_PAGES);
+	stats_open(&r, vcpu);
+
+	run_to_sync(vcpu, &uc);			/* the warm-up */
+	stats_read(&r, before);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	user_pio = run_to_sync(vcpu, &uc);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	stats_read(&r, after);
+	for (i = 0; i < NR_STATS; i++)
+		d[i] = after[i] - before[i];
+
+	/* As in main(): drop the sync's own exit to user space. */
+	exits = d[S_EXITS] ? d[S_EXITS] - 1 : 0;
+	print_row(name, d, exits, exits && d[S_ENTERS] ?
+		  (double)(2 * d[S_ENTERS] - 2) / exits : 0.0);
+	print_bench(name, elapsed_ns(&t0, &t1) / ITERATIONS, d);
+	check_dirty_log(user_pio, d, shadow);
+
+	if (!on) {
+		for (i = S_ENTERS; i <= S_SKIPPED; i++)
+			TEST_ASSERT(!d[i], "ASI off, but %s's %s moved by %lu",
+				    name, stat_names[i], d[i]);
+	} else {
+		/* The one vCPU's ring, mapped while the vCPU lives. */
+		i = vm_asi_mapped(vm, "dirty ring");
+		TEST_ASSERT(i == 1, "%s: the ring mapped %d times", name, i);
+	}
+	if (on && shadow) {
+		printf("%s: %lu fallbacks in %d writes with shadow paging (not checked)\n",
+		       name, d[S_FALLBACKS], ITERATIONS);
+	} else if (on && d[S_FALLBACKS] > SYNC_FALLBACKS && !allow_fallbacks) {
+		char *faults = read_faults(vm);
+
+		printf("FAIL: %s: %lu fallback faults in %lu exits\n", name,
+		       d[S_FALLBACKS], d[S_EXITS]);
+		print_faults("of the dirty ring's VM", faults);
+		free(faults);
+		ok = false;
+	}
+	vcpu_run(vcpu);
+	TEST_ASSERT(get_ucall(vcpu, &uc) == UCALL_DONE, "%s: guest did not finish", name);
 	stats_close(&r);
 	kvm_vm_free(vm);
 	return ok;
@@ -1186,6 +1341,8 @@ int main(void)
 	if (!run_ipi_pair(true, on, apicv, allow_fallbacks))
 		failed = true;
 	if (!run_ipi_pair(false, on, apicv, allow_fallbacks))
+		failed = true;
+	if (!run_dirty_ring(on, shadow, pml, allow_fallbacks))
 		failed = true;
 	if (!run_nested(on, allow_fallbacks))
 		failed = true;
