@@ -12,8 +12,9 @@
  *   module maps with kvm_asi_vcpu_map(): its vCPU struct (from a cache of
  *   page-sized objects with ASI on), and on SVM the VMCB and the MSR
  *   permission map; its CPUID entries (a vmalloc()ed copy, replaced with
- *   them); on SVM, while the guest has EFER.SVME on, vmcb02 and the
- *   nested MSR permission map (kvm_arch_asi_map()). Not the guest FPU
+ *   them); on SVM, once the guest has turned EFER.SVME on, vmcb02 and
+ *   the nested MSR permission map (kvm_arch_asi_map(); kept until the
+ *   vCPU is destroyed). Not the guest FPU
  *   state: XFD may reallocate it, and nothing would unmap the old one
  *   before it is freed;
  * - the per-CPU read-side counters of the VM's SRCU structs (page-owned
@@ -471,9 +472,8 @@ void kvm_asi_destroy_vm(struct kvm *kvm)
  * For the VM's data that common exits touch, allocated and freed by
  * generic or device code (the I/O buses, the PIC, the IOAPIC, the dirty
  * bitmap and the dirty ring), and for
- * vCPU state that comes and goes while the vCPU lives (SVM's nested
- * state, allocated when the guest turns EFER.SVME on). A no-op with ASI
- * off.
+ * vCPU state allocated after the vCPU (SVM's nested state, when the
+ * guest first turns EFER.SVME on). A no-op with ASI off.
  *
  * Return: 0 or asi_map()'s error; nothing is mapped then.
  */
