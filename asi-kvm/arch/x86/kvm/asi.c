@@ -8,15 +8,14 @@
  *
  * - struct kvm and its arch part (one vmalloc area of whole pages);
  * - each vCPU: the kvm_run and PIO pages, the local APIC and its register
- *   page, the emulator context, and what the vendor
- *   module maps with kvm_asi_vcpu_map(): its vCPU struct (from a cache of
- *   page-sized objects with ASI on), and on SVM the VMCB and the MSR
- *   permission map; its CPUID entries (a vmalloc()ed copy, replaced with
- *   them); on SVM, once the guest has turned EFER.SVME on, vmcb02 and
- *   the nested MSR permission map (kvm_arch_asi_map(); kept until the
- *   vCPU is destroyed). Not the guest FPU
- *   state: XFD may reallocate it, and nothing would unmap the old one
- *   before it is freed;
+ *   page, the emulator context, and what the vendor module maps with
+ *   kvm_asi_vcpu_map(): its vCPU struct (from a cache of page-sized
+ *   objects with ASI on), and on SVM the VMCB and the MSR permission map;
+ *   its CPUID entries (a vmalloc()ed copy, replaced with them); on SVM,
+ *   once the guest has turned EFER.SVME on, vmcb02 and the nested MSR
+ *   permission map (kvm_arch_asi_map(); kept until the vCPU is
+ *   destroyed). Not the guest FPU state: XFD may reallocate it, and
+ *   nothing would unmap the old one before it is freed;
  * - the per-CPU read-side counters of the VM's SRCU structs (page-owned
  *   with ASI on), which every exit takes;
  * - the kernel stacks and task_structs of the tasks that run its vCPUs;
