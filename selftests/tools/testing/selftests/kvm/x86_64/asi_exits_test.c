@@ -824,6 +824,52 @@ static void print_row(const char *name, const uint64_t *d, double exits, double 
 	       cr3);
 }
 
+/*
+ * Run the vCPU to its next GUEST_SYNC (left in *@uc), timed: the deltas of
+ * its statistics in @d, the time in *@ns. Returns run_to_sync()'s exits to
+ * user space.
+ */
+static uint64_t run_timed(struct kvm_vcpu *vcpu, struct stats_reader *r,
+			  struct ucall *uc, uint64_t *d, double *ns)
+{
+	uint64_t before[NR_STATS], after[NR_STATS], user_pio;
+	struct timespec t0, t1;
+	int i;
+
+	stats_read(r, before);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	user_pio = run_to_sync(vcpu, uc);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	stats_read(r, after);
+	for (i = 0; i < NR_STATS; i++)
+		d[i] = after[i] - before[i];
+	*ns = elapsed_ns(&t0, &t1);
+	return user_pio;
+}
+
+/*
+ * print_row() for a phase run by run_timed(): the sync's own exit to user
+ * space is in the deltas, and dropped. Returns the phase's exits.
+ */
+static double print_phase_row(const char *name, const uint64_t *d)
+{
+	double exits = d[S_EXITS] ? d[S_EXITS] - 1 : 0;
+
+	print_row(name, d, exits, exits && d[S_ENTERS] ?
+		  (double)(2 * d[S_ENTERS] - 2) / exits : 0.0);
+	return exits;
+}
+
+/* With ASI off (or compiled out) no ASI statistic of @name moves. */
+static void check_asi_off(const char *name, const uint64_t *d)
+{
+	int i;
+
+	for (i = S_ENTERS; i <= S_SKIPPED; i++)
+		TEST_ASSERT(!d[i], "ASI off, but %s's %s moved by %lu",
+			    name, stat_names[i], d[i]);
+}
+
 static void print_faults(const char *when, const char *log)
 {
 	printf("VM fault log %s:\n%s", when, log ? log : "  (not readable)\n");
@@ -914,9 +960,7 @@ static bool run_ipi_pair(bool halt, bool on, bool apicv, bool allow_fallbacks)
 			    "%s: %lu exits for %d IPIs", name, d[1][S_EXITS], HALT_ROUNDS);
 	if (!on) {
 		for (i = 0; i < 2; i++)
-			for (j = S_ENTERS; j <= S_SKIPPED; j++)
-				TEST_ASSERT(!d[i][j], "ASI off, but %s's %s moved by %lu",
-					    h[i].name, stat_names[j], d[i][j]);
+			check_asi_off(h[i].name, d[i]);
 	} else {
 		uint64_t wakeups = halt ? d[1][S_WAKEUPS] + 2 : 0;
 
@@ -1003,15 +1047,14 @@ static void check_nested_mapped(struct kvm_vm *vm, const char *when)
  */
 static bool run_nested(bool on, bool allow_fallbacks)
 {
-	uint64_t before[NR_STATS], after[NR_STATS], d[NR_STATS];
 	struct stats_reader r = { };
-	struct timespec t0, t1;
+	uint64_t d[NR_STATS];
 	struct kvm_vcpu *vcpu;
 	vm_vaddr_t svm_gva;
 	struct kvm_vm *vm;
 	struct ucall uc;
 	bool ok = true;
-	int p, i;
+	int p;
 
 	if (!kvm_cpu_has(X86_FEATURE_SVM)) {
 		printf("SKIP nested: KVM offers its guests no SVM\n");
@@ -1025,22 +1068,12 @@ static bool run_nested(bool on, bool allow_fallbacks)
 	for (p = 0; p < ARRAY_SIZE(nested_phases); p++) {
 		const char *name = nested_phases[p].name;
 		uint64_t trips = nested_phases[p].trips, leaves;
-		double exits;
+		double exits, ns;
 
 		run_to_sync(vcpu, &uc);		/* the warm-up */
-		stats_read(&r, before);
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		run_to_sync(vcpu, &uc);
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		stats_read(&r, after);
-		for (i = 0; i < NR_STATS; i++)
-			d[i] = after[i] - before[i];
-
-		/* As in main(): drop the sync's own exit to user space. */
-		exits = d[S_EXITS] ? d[S_EXITS] - 1 : 0;
-		print_row(name, d, exits, exits && d[S_ENTERS] ?
-			  (double)(2 * d[S_ENTERS] - 2) / exits : 0.0);
-		print_bench(name, elapsed_ns(&t0, &t1) / ITERATIONS, d);
+		run_timed(vcpu, &r, &uc, d, &ns);
+		exits = print_phase_row(name, d);
+		print_bench(name, ns / ITERATIONS, d);
 		printf("%s: %lu exits, %lu nested VMRUNs for %lu round trips through L1\n",
 		       name, d[S_EXITS], d[S_NESTED_RUN], trips);
 		TEST_ASSERT(d[S_NESTED_RUN] == trips, "%s: %lu nested VMRUNs for %lu",
@@ -1050,9 +1083,7 @@ static bool run_nested(bool on, bool allow_fallbacks)
 			    "%s: %lu exits", name, d[S_EXITS]);
 
 		if (!on) {
-			for (i = S_ENTERS; i <= S_SKIPPED; i++)
-				TEST_ASSERT(!d[i], "ASI off, but %s's %s moved by %lu",
-					    name, stat_names[i], d[i]);
+			check_asi_off(name, d);
 			continue;
 		}
 		/*
@@ -1115,14 +1146,13 @@ static bool run_nested(bool on, bool allow_fallbacks)
  */
 static bool run_dirty_ring(bool on, bool shadow, bool pml, bool allow_fallbacks)
 {
-	uint64_t before[NR_STATS], after[NR_STATS], d[NR_STATS], user_pio;
 	const char *name = "dirty_ring";
+	uint64_t d[NR_STATS], user_pio;
 	struct stats_reader r = { };
-	struct timespec t0, t1;
 	struct kvm_vcpu *vcpu;
 	struct kvm_vm *vm;
 	struct ucall uc;
-	double exits;
+	double ns;
 	bool ok = true;
 	int i;
 
@@ -1144,25 +1174,13 @@ static bool run_dirty_ring(bool on, bool shadow, bool pml, bool allow_fallbacks)
 	stats_open(&r, vcpu);
 
 	run_to_sync(vcpu, &uc);			/* the warm-up */
-	stats_read(&r, before);
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	user_pio = run_to_sync(vcpu, &uc);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	stats_read(&r, after);
-	for (i = 0; i < NR_STATS; i++)
-		d[i] = after[i] - before[i];
-
-	/* As in main(): drop the sync's own exit to user space. */
-	exits = d[S_EXITS] ? d[S_EXITS] - 1 : 0;
-	print_row(name, d, exits, exits && d[S_ENTERS] ?
-		  (double)(2 * d[S_ENTERS] - 2) / exits : 0.0);
-	print_bench(name, elapsed_ns(&t0, &t1) / ITERATIONS, d);
+	user_pio = run_timed(vcpu, &r, &uc, d, &ns);
+	print_phase_row(name, d);
+	print_bench(name, ns / ITERATIONS, d);
 	check_dirty_log(user_pio, d, shadow);
 
 	if (!on) {
-		for (i = S_ENTERS; i <= S_SKIPPED; i++)
-			TEST_ASSERT(!d[i], "ASI off, but %s's %s moved by %lu",
-				    name, stat_names[i], d[i]);
+		check_asi_off(name, d);
 	} else {
 		/*
 		 * The one vCPU's ring, mapped while the vCPU lives. A second
@@ -1198,7 +1216,6 @@ static bool run_dirty_ring(bool on, bool shadow, bool pml, bool allow_fallbacks)
 
 int main(void)
 {
-	uint64_t before[NR_STATS], after[NR_STATS], d[NR_STATS];
 	bool on = asi_is_on(), apicv = apicv_on(), pml = pml_on(), failed = false;
 	/* npt=0 or ept=0: KVM shadows the guest's page tables. */
 	bool shadow = !kvm_is_tdp_enabled();
@@ -1208,11 +1225,12 @@ int main(void)
 	 */
 	bool allow_fallbacks = !!getenv("ASI_EXITS_ALLOW_FALLBACKS");
 	struct stats_reader r = { };
+	uint64_t d[NR_STATS];
 	struct kvm_vcpu *vcpu;
 	struct kvm_vm *vm;
-	struct timespec t0, t1;
 	struct ucall uc;
-	int p, i;
+	double ns;
+	int p;
 
 	vm = vm_create_with_one_vcpu(&vcpu, guest_code);
 	vm_install_exception_handler(vm, SELF_IPI_VECTOR, guest_irq_handler);
@@ -1232,23 +1250,12 @@ int main(void)
 	for (p = 0; p < NR_PHASES; p++) {
 		uint64_t user_pio, leaves;
 		char *faults_before;
-		double exits;
 
 		run_to_sync(vcpu, &uc);			/* the warm-up */
 		/* On a failure, the log before and after tells the phase's sites. */
 		faults_before = on ? read_faults(vm) : NULL;
-		stats_read(&r, before);
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		user_pio = run_to_sync(vcpu, &uc);
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		stats_read(&r, after);
-		for (i = 0; i < NR_STATS; i++)
-			d[i] = after[i] - before[i];
-
-		/* The sync's own exit to user space is in the deltas: drop it. */
-		exits = d[S_EXITS] ? d[S_EXITS] - 1 : 0;
-		print_row(phases[p].name, d, exits, exits && d[S_ENTERS] ?
-			  (double)(2 * d[S_ENTERS] - 2) / exits : 0.0);
+		user_pio = run_timed(vcpu, &r, &uc, d, &ns);
+		print_phase_row(phases[p].name, d);
 
 		/*
 		 * PAUSE exits only where the CPU intercepts it without a
@@ -1266,7 +1273,7 @@ int main(void)
 			printf("SKIP %s: %lu exits for %d: nested paging does not intercept it\n",
 			       phases[p].name, d[S_EXITS], ITERATIONS);
 		} else {
-			print_bench(phases[p].name, elapsed_ns(&t0, &t1) / ITERATIONS, d);
+			print_bench(phases[p].name, ns / ITERATIONS, d);
 			TEST_ASSERT(d[S_EXITS] >= ITERATIONS,
 				    "%s: %lu exits for %d iterations", phases[p].name,
 				    d[S_EXITS], ITERATIONS);
@@ -1280,9 +1287,7 @@ int main(void)
 			check_dirty_log(user_pio, d, shadow);
 
 		if (!on) {
-			for (i = S_ENTERS; i <= S_SKIPPED; i++)
-				TEST_ASSERT(!d[i], "ASI off, but %s moved by %lu",
-					    stat_names[i], d[i]);
+			check_asi_off(phases[p].name, d);
 			continue;
 		}
 
@@ -1345,16 +1350,10 @@ int main(void)
 
 	/* The control: a CPU-bound loop, timed like the phases. */
 	run_to_sync(vcpu, &uc);
-	stats_read(&r, before);
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	run_to_sync(vcpu, &uc);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	stats_read(&r, after);
-	for (i = 0; i < NR_STATS; i++)
-		d[i] = after[i] - before[i];
+	run_timed(vcpu, &r, &uc, d, &ns);
 	printf("compute: %d loops in %.1f ms with %lu exits\n", COMPUTE_LOOPS,
-	       elapsed_ns(&t0, &t1) / 1e6, d[S_EXITS]);
-	print_bench("compute", elapsed_ns(&t0, &t1), d);
+	       ns / 1e6, d[S_EXITS]);
+	print_bench("compute", ns, d);
 
 	vcpu_run(vcpu);
 	TEST_ASSERT(get_ucall(vcpu, &uc) == UCALL_DONE, "guest did not finish");
