@@ -1081,21 +1081,23 @@ static uint64_t nested_npt_setup(struct kvm_vm *vm)
 }
 
 /*
- * Once L1 has turned SVM on, vmcb02 and the nested MSR permission map are
- * mapped into the VM's domain, once each, and stay so when L1 turns SVM
- * off and on again: KVM keeps them until the vCPU is destroyed, as
- * unmapping them would flush every CPU's TLB.
+ * Once L1 has turned SVM on, vmcb02, the nested MSR permission map and
+ * the pages L1's VMCBs are copied into are mapped into the VM's domain,
+ * once each, and stay so when L1 turns SVM off and on again: KVM keeps
+ * them until the vCPU is destroyed, as unmapping them would flush every
+ * CPU's TLB.
  */
 static void check_nested_mapped(struct kvm_vm *vm, const char *when)
 {
 	int vmcb02 = vm_asi_mapped(vm, "vmcb02");
 	int msrpm = vm_asi_mapped(vm, "nested MSR permission map");
+	int copy = vm_asi_mapped(vm, "L1 VMCB copy");
 
-	printf("nested: %s: vmcb02 mapped %d times, the nested MSR permission map %d\n",
-	       when, vmcb02, msrpm);
-	TEST_ASSERT(vmcb02 == 1 && msrpm == 1,
-		    "nested: %s: %d mappings of vmcb02, %d of the nested MSR permission map",
-		    when, vmcb02, msrpm);
+	printf("nested: %s: mapped: vmcb02 %d, nested MSR permission map %d, L1 VMCB copy %d\n",
+	       when, vmcb02, msrpm, copy);
+	TEST_ASSERT(vmcb02 == 1 && msrpm == 1 && copy == 1,
+		    "nested: %s: %d mappings of vmcb02, %d of the nested MSR permission map, %d of the L1 VMCB copy",
+		    when, vmcb02, msrpm, copy);
 }
 
 /*
