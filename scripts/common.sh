@@ -57,3 +57,6 @@ BUILD_PKGS="build-essential flex bison bc libelf-dev libssl-dev cpio ccache xz-u
 # checkpatch.pl runs scripts/spdxcheck.py, which needs these.
 CHECK_PKGS="python3-ply python3-git"
 RUN_PKGS="qemu-system-x86 busybox-static"
+# The Bochs machine (make check-vmx): an Intel CPU with VMX and PCID,
+# booted from an ISO made with isolinux and xorriso.
+BOCHS_PKGS="bochs bochsbios vgabios isolinux syslinux-common xorriso"
