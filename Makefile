@@ -8,7 +8,8 @@ S := scripts
 
 .PHONY: all tree refresh kernel kernel-modules kernel-noasi selftests image \
 	check check-full check-modules demo clean distclean help tools-test \
-	series verify-series stress kernel-debug image-debug check-debug image-bench bench bench-quick bench-l2-12
+	series verify-series stress kernel-debug image-debug check-debug image-bench bench bench-quick bench-l2-12 \
+	entry-window entry-window-modules
 
 all: image
 
@@ -24,6 +25,9 @@ help:
 	@echo "make selftests     build the KVM selftests, static"
 	@echo "make image         build the test initramfs (with page-table-tools' asi-pt)"
 	@echo "make tools-test    asi-pt's unit tests on recorded input (part of make check)"
+	@echo "make entry-window  static check asi/entry_window: what KVM's entry window reads is"
+	@echo "                   mapped on ASI's restricted tables (self-test, then vmlinux.o)"
+	@echo "make entry-window-modules  the same for kvm.ko, kvm-intel.ko, kvm-amd.ko"
 	@echo "make check-debug   the debug kernel (lockdep, KASAN, kmemleak, fault injection): asi=on"
 	@echo "make bench         asi=off / asi=on / compiled out, side by side, 5 repetitions"
 	@echo "make bench-quick   the same, one repetition"
@@ -62,6 +66,18 @@ image-modules: kernel-modules selftests
 
 tools-test: image
 	@$(MAKE) -s -C page-table-tools OUT=$(CURDIR)/out/build/tools test
+
+# asi/entry_window (scripts/entry-window.py): the self-test on the planted
+# fixture, then the kernel. Exit status 1 names each read outside the
+# always-mapped set in the entry window.
+entry-window: kernel
+	@python3 $(S)/entry-window.py --self-test
+	@python3 $(S)/entry-window.py --build out/build/default
+
+KVM_KO := $(addprefix out/build/modules/arch/x86/kvm/,kvm.ko kvm-intel.ko kvm-amd.ko)
+entry-window-modules: kernel-modules
+	@python3 $(S)/entry-window.py --self-test
+	@python3 $(S)/entry-window.py --build out/build/modules $(addprefix --module ,$(KVM_KO))
 
 check: image tools-test
 	@python3 selftests/harness/asitest.py check --plan short
