@@ -715,6 +715,7 @@ class Checker:
         self.indirect = []
         self.static_calls = []
         self.dead_orig = 0
+        self.n_jump_labels = 0
         self.waivers_used = []
         self.alt_sites = 0
         self.notes = []
@@ -848,6 +849,8 @@ class Checker:
             if not a[6] & ALT_FLAG_DIRECT_CALL:
                 repl[a] = self.dis.range(img, a[2], a[3], a[3] + a[4], True)
         tags = self.reach_tags(func, insns, rel, mine, repl, dead)
+        jl = img.flow_edges()[0]
+        self.n_jump_labels += sum(1 for ins in insns if (func.sec, ins.off) in jl)
         for insn in insns:
             if any(lo <= insn.off < hi for lo, hi in dead):
                 self.dead_orig += 1
@@ -1269,12 +1272,14 @@ class Checker:
             p("calls not followed (ordinary .text: instrumentation_begin()/end() regions):")
             for s in self.not_followed.values():
                 p("  " + s)
-            p("jumps into .altinstr_aux (boot-time only):")
+            p("jumps into .altinstr_aux (boot-time only): %d" % len(self.aux))
             for s in self.aux:
                 p("  " + s)
             if self.dead_orig:
                 p("original instructions replaced on every CPU, not checked: %d"
                   % self.dead_orig)
+            p("static branches (jump labels): %d sites; both ways lie in the function, so "
+              "whole-function disassembly covers them" % self.n_jump_labels)
             if layout_summary:
                 p(layout_summary)
         for s in self.notes:
