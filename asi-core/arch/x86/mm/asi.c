@@ -1507,6 +1507,19 @@ bool asi_test_pcid_claim(u16 asid, u64 gen)
 EXPORT_SYMBOL_IF_KUNIT(asi_test_pcid_claim);
 #endif
 
+/*
+ * The switch runs with interrupts off: an interrupt, and a migration,
+ * between its read of the per-CPU state and its CR3 write would load
+ * another CPU's full_cr3, another task's page table. The debug
+ * configurations check it: with the flag, not lockdep's state, which no
+ * restricted table maps.
+ */
+static __always_inline void asi_assert_irqs_off(void)
+{
+	if (IS_ENABLED(CONFIG_PROVE_LOCKING) || IS_ENABLED(CONFIG_DEBUG_ENTRY))
+		WARN_ON_ONCE(!raw_irqs_disabled());
+}
+
 /**
  * asi_enter() - switch this CPU to a domain's restricted table
  * @asi: the domain
@@ -1522,10 +1535,13 @@ EXPORT_SYMBOL_IF_KUNIT(asi_test_pcid_claim);
  */
 noinstr void asi_enter(struct asi *asi)
 {
-	struct asi *curr = this_cpu_read(asi_cpu.curr);
-	unsigned long cr3 = __native_read_cr3();
+	struct asi *curr;
+	unsigned long cr3;
 	int slot;
 
+	asi_assert_irqs_off();
+	curr = this_cpu_read(asi_cpu.curr);
+	cr3 = __native_read_cr3();
 	if (curr == asi && cr3 == this_cpu_read(asi_cpu.curr_cr3)) {
 		/*
 		 * On the table already (VMX's VM-exit loads it from HOST_CR3):
@@ -1572,6 +1588,7 @@ noinstr void __asi_exit(enum asi_exit_reason reason)
 {
 	unsigned long fallbacks;
 
+	asi_assert_irqs_off();
 	if (!this_cpu_read(asi_cpu.curr))
 		return;
 	/*

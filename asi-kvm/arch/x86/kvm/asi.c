@@ -806,6 +806,28 @@ int kvm_asi_vcpu_create(struct kvm_vcpu *vcpu)
 }
 
 /**
+ * kvm_asi_leave() - leave the VM's domain, if this CPU is in it
+ * @vcpu: the vCPU this task runs
+ * @reason: why, for the statistics
+ *
+ * From any context: asi_exit() needs interrupts off, lest an interrupt
+ * and a migration come between its read of the CPU's state and its CR3
+ * write.
+ */
+void kvm_asi_leave(struct kvm_vcpu *vcpu, enum asi_exit_reason reason)
+{
+	struct asi *asi = vcpu->kvm->arch.asi;
+	unsigned long flags;
+
+	if (!asi)
+		return;
+	local_irq_save(flags);
+	if (asi_current() == asi)
+		asi_exit(reason);
+	local_irq_restore(flags);
+}
+
+/**
  * kvm_asi_vcpu_run_end() - KVM_RUN is returning to user space
  * @vcpu: the vCPU
  *
@@ -814,13 +836,7 @@ int kvm_asi_vcpu_create(struct kvm_vcpu *vcpu)
  */
 void kvm_asi_vcpu_run_end(struct kvm_vcpu *vcpu)
 {
-	unsigned long flags;
-
-	if (!vcpu->kvm->arch.asi)
-		return;
-	local_irq_save(flags);
-	asi_exit(ASI_EXIT_OWNER);
-	local_irq_restore(flags);
+	kvm_asi_leave(vcpu, ASI_EXIT_OWNER);
 }
 
 /**
@@ -868,15 +884,11 @@ void kvm_asi_vcpu_put(struct kvm_vcpu *vcpu)
 {
 	struct asi_cpu_state *st = this_cpu_ptr(&asi_cpu);
 	struct kvm_asi_vcpu *av = &vcpu->arch.asi;
-	struct asi *asi = vcpu->kvm->arch.asi;
-	unsigned long flags, fallbacks, irq;
+	unsigned long fallbacks, irq;
 
-	if (!asi)
+	if (!vcpu->kvm->arch.asi)
 		return;
-	local_irq_save(flags);
-	if (asi_current() == asi)
-		asi_exit(ASI_EXIT_SCHED);
-	local_irq_restore(flags);
+	kvm_asi_leave(vcpu, ASI_EXIT_SCHED);
 
 	fallbacks = READ_ONCE(st->fallbacks) - av->fallbacks;
 	irq = READ_ONCE(st->fallbacks_irq) - av->fallbacks_irq;
@@ -888,12 +900,15 @@ void kvm_asi_vcpu_put(struct kvm_vcpu *vcpu)
 	KVM_ASI_ADD(vcpu, exits_user, READ_ONCE(st->exits[ASI_EXIT_OWNER]) - av->exits_owner);
 	KVM_ASI_ADD(vcpu, exits_sched, READ_ONCE(st->exits[ASI_EXIT_SCHED]) - av->exits_sched);
 	KVM_ASI_ADD(vcpu, exits_other, READ_ONCE(st->exits[ASI_EXIT_USER]) - av->exits_user);
-	/* Counted at VM-entry, into the vCPU's stats only: sum them here. */
+	/* Counted around VM-entry, into the vCPU's stats only: sum them here. */
 	atomic64_add(vcpu->stat.asi_flushes - av->flushes, &vcpu->kvm->stat.vm_asi_flushes);
 	atomic64_add(vcpu->stat.asi_flushes_skipped - av->flushes_skipped,
 		     &vcpu->kvm->stat.vm_asi_flushes_skipped);
+	atomic64_add(vcpu->stat.asi_late_fallbacks - av->late_fallbacks,
+		     &vcpu->kvm->stat.vm_asi_late_fallbacks);
 	av->flushes = vcpu->stat.asi_flushes;
 	av->flushes_skipped = vcpu->stat.asi_flushes_skipped;
+	av->late_fallbacks = vcpu->stat.asi_late_fallbacks;
 }
 
 static int kvm_asi_faults_show(struct seq_file *m, void *v)

@@ -35,6 +35,7 @@ int kvm_asi_vcpu_set_cpuid(struct kvm_vcpu *vcpu, struct kvm_cpuid_entry2 **e2,
 int kvm_asi_map_memslot(struct kvm *kvm, struct kvm_memory_slot *slot);
 void kvm_asi_unmap_memslot(struct kvm *kvm, struct kvm_memory_slot *slot);
 int kvm_asi_vcpu_run(struct kvm_vcpu *vcpu);
+void kvm_asi_leave(struct kvm_vcpu *vcpu, enum asi_exit_reason reason);
 void kvm_asi_vcpu_run_end(struct kvm_vcpu *vcpu);
 void kvm_asi_vcpu_load(struct kvm_vcpu *vcpu);
 void kvm_asi_vcpu_put(struct kvm_vcpu *vcpu);
@@ -62,22 +63,81 @@ static __always_inline void kvm_asi_flush(void)
 }
 
 /*
- * Right before VM-entry, in the noinstr enter/exit region with IRQs off:
- * run the guest on the VM's restricted table, flushing first if this CPU
- * used the full table since it last entered a guest.
+ * In the noinstr enter/exit region with IRQs off, before VM-entry: run
+ * the guest on the VM's restricted table. The flush decision comes later,
+ * in kvm_asi_flush_decide().
  */
 static __always_inline void kvm_asi_enter(struct kvm_vcpu *vcpu)
 {
 	struct asi *asi = asi_enabled() ? vcpu->kvm->arch.asi : NULL;
 
+	if (asi)
+		asi_enter(asi);
+}
+
+/**
+ * struct kvm_asi_window - the CPU's fallback counts at the flush decision
+ * @fallbacks: all fallback faults
+ * @irq: those taken in interrupt and NMI handlers
+ */
+struct kvm_asi_window {
+	unsigned long fallbacks;
+	unsigned long irq;
+};
+
+/*
+ * The flush decision, as late as it can be: the last thing before the
+ * VM-entry code (__svm_vcpu_run(), __vmx_vcpu_run()). Flush if this CPU
+ * used the full table since it last entered a guest. From here until the
+ * VM-entry code returns after VM-exit, nothing may fall back: what the
+ * full table brought into the caches would meet the guest unflushed.
+ * kvm_asi_window_end() counts what did; the entry-window check
+ * (asi/entry_window) proves it of every datum the code names.
+ *
+ * The counts are read interrupts first here and last in
+ * kvm_asi_window_end(): an NMI that falls back in between is counted as
+ * one of the window's in both, or in neither, never only as a task's.
+ */
+static __always_inline void kvm_asi_flush_decide(struct kvm_vcpu *vcpu,
+						 struct kvm_asi_window *w)
+{
+	struct asi *asi = asi_enabled() ? vcpu->kvm->arch.asi : NULL;
+
 	if (!asi)
 		return;
+	/*
+	 * Back onto the table if anything since kvm_asi_enter() fell back
+	 * (no CR3 write otherwise): the guest runs, and its exit is
+	 * handled, on it. The fallback set the flush indication.
+	 */
 	asi_enter(asi);
 	if (asi_need_flush()) {
 		kvm_asi_flush();
 		vcpu->stat.asi_flushes++;
 	} else {
 		vcpu->stat.asi_flushes_skipped++;
+	}
+	w->irq = asi_fallback_count(true);
+	w->fallbacks = asi_fallback_count(false);
+}
+
+/*
+ * Right after the VM-entry code returned: fallbacks since the flush
+ * decision are late, counted, and (NMIs' apart, which VMX takes in the
+ * window) a bug: a datum of the window that no domain maps.
+ */
+static __always_inline void kvm_asi_window_end(struct kvm_vcpu *vcpu,
+					       struct kvm_asi_window *w)
+{
+	unsigned long late, irq;
+
+	if (!asi_enabled() || !vcpu->kvm->arch.asi)
+		return;
+	late = asi_fallback_count(false) - w->fallbacks;
+	irq = asi_fallback_count(true) - w->irq;
+	if (unlikely(late)) {
+		vcpu->stat.asi_late_fallbacks += late;
+		WARN_ON_ONCE(late > irq);
 	}
 }
 
@@ -107,6 +167,7 @@ static inline int kvm_asi_map_memslot(struct kvm *kvm, struct kvm_memory_slot *s
 
 static inline void kvm_asi_unmap_memslot(struct kvm *kvm, struct kvm_memory_slot *slot) { }
 static inline int kvm_asi_vcpu_run(struct kvm_vcpu *vcpu) { return 0; }
+static inline void kvm_asi_leave(struct kvm_vcpu *vcpu, enum asi_exit_reason reason) { }
 static inline void kvm_asi_vcpu_run_end(struct kvm_vcpu *vcpu) { }
 static inline void kvm_asi_vcpu_load(struct kvm_vcpu *vcpu) { }
 static inline void kvm_asi_vcpu_put(struct kvm_vcpu *vcpu) { }
@@ -132,6 +193,13 @@ static inline void kvm_asi_vfree(struct kvm *kvm, void *p, size_t n, size_t size
 }
 
 static __always_inline void kvm_asi_enter(struct kvm_vcpu *vcpu) { }
+
+struct kvm_asi_window { };
+
+static __always_inline void kvm_asi_flush_decide(struct kvm_vcpu *vcpu,
+						 struct kvm_asi_window *w) { }
+static __always_inline void kvm_asi_window_end(struct kvm_vcpu *vcpu,
+					       struct kvm_asi_window *w) { }
 
 #endif /* CONFIG_MITIGATION_ADDRESS_SPACE_ISOLATION */
 

@@ -49,8 +49,10 @@
  * loaded with its table and forgotten only after CR3 is back on the full
  * table.
  *
- * asi_enter(D)		idle or relaxed -> active. noinstr, IRQs off.
- * asi_exit()		-> idle (no-op when idle). noinstr, IRQs off. Forced
+ * asi_enter(D)		idle or relaxed -> active. noinstr, IRQs off
+ *			(checked with PROVE_LOCKING or DEBUG_ENTRY).
+ * asi_exit()		-> idle (no-op when idle). noinstr, IRQs off
+ *			(checked as for asi_enter()). Forced
  *			before a context switch and before the return to
  *			user space.
  * fallback fault	active -> relaxed, in the page-fault handler, for a
@@ -373,6 +375,22 @@ static __always_inline void asi_invalidate_pcid_all(void)
 {
 	if (asi_enabled())
 		__asi_invalidate_pcid_all();
+}
+
+/**
+ * asi_fallback_count() - fallback faults this CPU took so far
+ * @irq: count only those taken in interrupt and NMI handlers
+ *
+ * For a domain's owner that must know whether its window (from its flush
+ * decision on, say) ran on the restricted table throughout: the
+ * difference of two readings. One per-CPU read, noinstr-safe.
+ *
+ * Return: the count, which wraps.
+ */
+static __always_inline unsigned long asi_fallback_count(bool irq)
+{
+	return irq ? this_cpu_read(asi_cpu.fallbacks_irq) :
+		     this_cpu_read(asi_cpu.fallbacks);
 }
 
 /* The domain this CPU entered, or NULL. */
