@@ -9,7 +9,7 @@ S := scripts
 .PHONY: all tree refresh kernel kernel-modules kernel-noasi selftests image \
 	check check-full check-modules demo clean distclean help tools-test \
 	series verify-series stress kernel-debug image-debug check-debug image-bench bench bench-quick bench-l2-12 \
-	entry-window entry-window-modules
+	image-vmx check-vmx entry-window entry-window-modules
 
 all: image
 
@@ -18,6 +18,7 @@ help:
 	@echo "make check         the test suite (short form: CI)"
 	@echo "make check-full    every upstream KVM selftest, asi=off and asi=on"
 	@echo "make check-modules boot the KVM-as-modules kernel and load kvm_amd"
+	@echo "make check-vmx     boot asi=off and asi=on on Bochs's Haswell (VMX, EPT, VPID, PCID): KUnit, asi_exits_test, VMX selftests"
 	@echo "make tree          assemble out/linux: Debian's 6.12 source + our files + patches/series"
 	@echo "make refresh       export commits made in out/linux back into the project"
 	@echo "make kernel        build the test kernel (out/build/default)"
@@ -105,6 +106,13 @@ image-debug: kernel-debug selftests
 
 check-debug: image-debug
 	@python3 selftests/harness/asitest.py check --plan debug --config debug
+
+# The Bochs machine: an Intel CPU with VMX and PCID (docs/test-machines.md).
+image-vmx: image
+	@$(S)/image-vmx.sh
+
+check-vmx: image-vmx
+	@python3 selftests/harness/asitest.py check --machine bochs --plan vmx
 
 check-modules: image-modules
 	@python3 selftests/harness/asitest.py check --plan modules --config modules

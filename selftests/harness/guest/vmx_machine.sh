@@ -22,8 +22,14 @@ for v in /sys/devices/system/cpu/vulnerabilities/*; do
 	say "vulnerability $(basename "$v"): $(cat "$v")"
 done
 
+# KVM is built in: kvm_intel's parameters exist (with their defaults) even
+# where its init failed, so the kernel log decides which vendor module runs.
 p=/sys/module/kvm_intel/parameters
-if [ -d "$p" ] && [ -e /dev/kvm ]; then
+if dmesg | grep -E 'kvm_intel: .*(not supported|disabled|[Ff]ail)'; then
+	bad "kvm_intel did not load (the kernel log above)"
+elif dmesg | grep -E 'kvm_amd: .*(enabled|supported)$'; then
+	bad "kvm_amd runs KVM here, not kvm_intel"
+elif [ -d "$p" ] && [ -e /dev/kvm ]; then
 	line="kvm_intel"
 	for k in ept unrestricted_guest vpid flexpriority enable_apicv pml \
 		enable_shadow_vmcs nested vmentry_l1d_flush; do
