@@ -786,7 +786,12 @@ static noinline void asi_probe_nmi(struct asi_switch_env *env, struct asi_probe_
 	this_cpu_write(asi_test_nmis, 0);
 	before = this_cpu_read(asi_cpu.fallbacks);
 	asi_enter(asi);
-	__apic_send_IPI_self(NMI_VECTOR);
+	/*
+	 * By APIC ID, not as a self-IPI: in x2APIC mode the kernel sends
+	 * those through the SELF IPI register, which delivers fixed
+	 * interrupts only (vector 2 there, not an NMI).
+	 */
+	__apic_send_IPI(smp_processor_id(), NMI_VECTOR);
 	for (i = 0; i < 10000000 && !this_cpu_read(asi_test_nmis); i++)
 		cpu_relax();
 	res->seen = this_cpu_read(asi_test_nmis);

@@ -367,6 +367,12 @@ static void guest_waker(void)
 	uint64_t seen;
 
 	x2apic_enable();
+	/*
+	 * Interrupts on, though nothing is sent here: Bochs leaves guest mode
+	 * for a host interrupt only while the guest has IF set, and with one
+	 * host CPU the target's task would never run again.
+	 */
+	asm volatile("sti" ::: "memory");
 	for (;;) {
 		seen = READ_ONCE(guest_irqs);
 		if (seen >= HALT_WARMUP + HALT_ROUNDS)
@@ -1387,9 +1393,15 @@ int main(void)
 			TEST_ASSERT(leaves >= user_pio + 1,
 				    "%s: %lu switches off the table for %lu exits to user space",
 				    phases[p].name, leaves, user_pio + 1);
-		TEST_ASSERT(d[S_FLUSHES] + d[S_SKIPPED] >= d[S_ENTERS],
-			    "%s: %lu flushes, %lu skipped for %lu entries", phases[p].name,
-			    d[S_FLUSHES], d[S_SKIPPED], d[S_ENTERS]);
+		/*
+		 * A flush decision per switch onto the table, but where the
+		 * decision itself switched back onto it after a fallback
+		 * since kvm_asi_enter() (the debug configuration's lockdep).
+		 */
+		TEST_ASSERT(d[S_FLUSHES] + d[S_SKIPPED] + d[S_FALLBACKS] >= d[S_ENTERS],
+			    "%s: %lu flushes, %lu skipped, %lu fallbacks for %lu entries",
+			    phases[p].name, d[S_FLUSHES], d[S_SKIPPED], d[S_FALLBACKS],
+			    d[S_ENTERS]);
 		/* A flush only after the full table was used. */
 		TEST_ASSERT(d[S_FLUSHES] <= d[S_ENTERS],
 			    "%s: %lu flushes for %lu entries", phases[p].name,
