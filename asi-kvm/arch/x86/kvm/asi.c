@@ -909,6 +909,10 @@ void kvm_asi_vcpu_put(struct kvm_vcpu *vcpu)
 	av->flushes = vcpu->stat.asi_flushes;
 	av->flushes_skipped = vcpu->stat.asi_flushes_skipped;
 	av->late_fallbacks = vcpu->stat.asi_late_fallbacks;
+	WARN_ONCE(av->late_task,
+		  "KVM ASI: %lu fallbacks between the flush decision and VM-entry, not an NMI's: see the VM's asi/faults\n",
+		  av->late_task);
+	av->late_task = 0;
 }
 
 static int kvm_asi_faults_show(struct seq_file *m, void *v)
