@@ -779,9 +779,9 @@ static double elapsed_ns(const struct timespec *a, const struct timespec *b)
 /* One line per phase for benchmarks/: the time and the counters. */
 static void print_bench(const char *name, double ns, const uint64_t *d)
 {
-	printf("bench: %s ns=%.1f exits=%lu enters=%lu fallbacks=%lu flushes=%lu skipped=%lu late=%lu\n",
-	       name, ns, d[S_EXITS], d[S_ENTERS], d[S_FALLBACKS], d[S_FLUSHES],
-	       d[S_SKIPPED], d[S_LATE]);
+	printf("bench: %s ns=%.1f exits=%lu enters=%lu fallbacks=%lu",
+	       name, ns, d[S_EXITS], d[S_ENTERS], d[S_FALLBACKS]);
+	printf(" flushes=%lu skipped=%lu late=%lu\n", d[S_FLUSHES], d[S_SKIPPED], d[S_LATE]);
 }
 
 /* The VM's debugfs file asi/@name, opened for reading, or NULL. */
