@@ -86,8 +86,10 @@ struct kvm_asi_window {
 };
 
 /*
- * The flush decision, as late as it can be: the last thing before the
- * VM-entry code (__svm_vcpu_run(), __vmx_vcpu_run()). Flush if this CPU
+ * The flush decision, as late as it can be: right before the VM-entry
+ * code (__svm_vcpu_run(), __vmx_vcpu_run()), but for what must follow it
+ * there and reads no data (SVM's RFLAGS.IF toggle; VMX's HOST_CR3,
+ * FB_CLEAR and CR2 writes). Flush if this CPU
  * used the full table since it last entered a guest. From here until the
  * VM-entry code returns after VM-exit, nothing may fall back: what the
  * full table brought into the caches would meet the guest unflushed.
