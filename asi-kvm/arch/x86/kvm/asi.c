@@ -871,6 +871,17 @@ void kvm_asi_vcpu_load(struct kvm_vcpu *vcpu)
 		atomic64_add(__d, &__v->kvm->stat.vm_asi_##name);	\
 	} while (0)
 
+/* Add what the vCPU counted since the last put to the VM's sum. */
+#define KVM_ASI_SUM(vcpu, name)						\
+	do {								\
+		struct kvm_vcpu *__v = (vcpu);				\
+		u64 *__seen = &__v->arch.asi.name;			\
+									\
+		atomic64_add(__v->stat.asi_##name - *__seen,		\
+			     &__v->kvm->stat.vm_asi_##name);		\
+		*__seen = __v->stat.asi_##name;				\
+	} while (0)
+
 /**
  * kvm_asi_vcpu_put() - the vCPU leaves this CPU
  * @vcpu: the vCPU
@@ -901,14 +912,9 @@ void kvm_asi_vcpu_put(struct kvm_vcpu *vcpu)
 	KVM_ASI_ADD(vcpu, exits_sched, READ_ONCE(st->exits[ASI_EXIT_SCHED]) - av->exits_sched);
 	KVM_ASI_ADD(vcpu, exits_other, READ_ONCE(st->exits[ASI_EXIT_USER]) - av->exits_user);
 	/* Counted around VM-entry, into the vCPU's stats only: sum them here. */
-	atomic64_add(vcpu->stat.asi_flushes - av->flushes, &vcpu->kvm->stat.vm_asi_flushes);
-	atomic64_add(vcpu->stat.asi_flushes_skipped - av->flushes_skipped,
-		     &vcpu->kvm->stat.vm_asi_flushes_skipped);
-	atomic64_add(vcpu->stat.asi_late_fallbacks - av->late_fallbacks,
-		     &vcpu->kvm->stat.vm_asi_late_fallbacks);
-	av->flushes = vcpu->stat.asi_flushes;
-	av->flushes_skipped = vcpu->stat.asi_flushes_skipped;
-	av->late_fallbacks = vcpu->stat.asi_late_fallbacks;
+	KVM_ASI_SUM(vcpu, flushes);
+	KVM_ASI_SUM(vcpu, flushes_skipped);
+	KVM_ASI_SUM(vcpu, late_fallbacks);
 	WARN_ONCE(av->late_task,
 		  "KVM ASI: %lu fallbacks between the flush decision and VM-entry, not an NMI's: see the VM's asi/faults\n",
 		  av->late_task);

@@ -922,6 +922,17 @@ static void check_asi_off(const char *name, const uint64_t *d)
 			    name, stat_names[i], d[i]);
 }
 
+/*
+ * Nothing falls back between the flush decision and the return of the
+ * VM-entry code, but NMIs sent on purpose (VMX takes them in that window).
+ */
+static void check_no_late(const char *name, const uint64_t *d, bool allow_fallbacks)
+{
+	TEST_ASSERT(allow_fallbacks || !d[S_LATE],
+		    "%s: %lu late fallbacks (after the flush decision)",
+		    name, d[S_LATE]);
+}
+
 static void print_faults(const char *when, const char *log)
 {
 	printf("VM fault log %s:\n%s", when, log ? log : "  (not readable)\n");
@@ -999,9 +1010,7 @@ static bool run_ipi_pair(bool halt, bool on, bool apicv, bool allow_fallbacks)
 	       name, d[1][S_HALT], HALT_ROUNDS, d[1][S_POLLS], d[1][S_POLLED],
 	       d[1][S_WAKEUPS]);
 	for (i = 0; i < 2; i++)
-		TEST_ASSERT(allow_fallbacks || !d[i][S_LATE],
-			    "%s: %lu late fallbacks (after the flush decision)",
-			    h[i].name, d[i][S_LATE]);
+		check_no_late(h[i].name, d[i], allow_fallbacks);
 
 	/* Each round halts, but where its IPI came before the HLT (TCG). */
 	if (halt)
@@ -1180,9 +1189,7 @@ static bool run_nested(bool on, bool allow_fallbacks)
 		 * nothing falls back after the decision, and the syncs find
 		 * the vCPU off it, as in main().
 		 */
-		TEST_ASSERT(allow_fallbacks || !d[S_LATE],
-			    "%s: %lu late fallbacks (after the flush decision)",
-			    name, d[S_LATE]);
+		check_no_late(name, d, allow_fallbacks);
 		TEST_ASSERT(d[S_FLUSHES] + d[S_SKIPPED] >= exits,
 			    "%s: %lu flushes, %lu skipped for %.0f exits", name,
 			    d[S_FLUSHES], d[S_SKIPPED], exits);
@@ -1406,14 +1413,7 @@ int main(void)
 		TEST_ASSERT(d[S_FLUSHES] <= d[S_ENTERS],
 			    "%s: %lu flushes for %lu entries", phases[p].name,
 			    d[S_FLUSHES], d[S_ENTERS]);
-		/*
-		 * Nothing falls back between the flush decision and VM-entry,
-		 * nor before the VM-entry code returns, but NMIs sent on
-		 * purpose (VMX takes them in that window).
-		 */
-		TEST_ASSERT(allow_fallbacks || !d[S_LATE],
-			    "%s: %lu late fallbacks (after the flush decision)",
-			    phases[p].name, d[S_LATE]);
+		check_no_late(phases[p].name, d, allow_fallbacks);
 		/*
 		 * Exactly one switch out and one back in per exit to user
 		 * space (and the sync's), but where a host interrupt had left
