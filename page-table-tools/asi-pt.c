@@ -4,8 +4,11 @@
  * Address Space Isolation, from what the kernel shows in debugfs:
  *
  *   <debugfs>/asi/state                      on or off
+ *   <debugfs>/asi/secrets                    what no domain may map, and what
+ *                                            every domain maps by design
  *   <debugfs>/kvm/<pid>-<fd>/asi/mappings    each mapped range and its owner
- *   <debugfs>/kvm/<pid>-<fd>/asi/pagetable   the table, in ptdump's format
+ *   <debugfs>/kvm/<pid>-<fd>/asi/pagetable   the table, in ptdump's format,
+ *                                            after a line on its user half
  *   <debugfs>/page_tables/kernel             the full kernel table (ptdump)
  *
  * Subcommands: summary, diff, audit, suggest (see usage()). --debugfs DIR
@@ -52,6 +55,15 @@ struct vm {
 	char name[64];
 	struct ranges mappings;	/* as recorded, with owners */
 	struct ranges present;	/* what the table maps (kernel half), merged */
+	int user_entries;	/* top-level entries of the user half; -1: not said */
+	bool user_recorded;	/* a mappings line of class "user" */
+};
+
+/* asi/secrets: "0xSTART-0xEND PAGES RULE WHAT", rule "absent" or "residual". */
+struct secrets {
+	bool found;		/* the file exists (a kernel older than it has none) */
+	struct ranges absent;	/* no domain may map any page of these */
+	struct ranges residual;	/* every domain maps these by design */
 };
 
 static const char *debugfs = "/sys/kernel/debug";
@@ -243,18 +255,91 @@ static void read_mappings(const char *path, struct ranges *rs, const char *vm)
 	ranges_sort(rs);
 }
 
+/* asi/secrets, if the kernel has it: a missing file leaves @sec->found false. */
+static void read_secrets(struct secrets *sec)
+{
+	char *path = path_of("%s/asi/secrets", debugfs);
+	char line[1024], rule[32], pages[32];
+	unsigned long long s, e;
+	FILE *f = fopen(path, "r");
+	int off;
+
+	if (!f) {
+		if (errno != ENOENT)
+			die("cannot read %s: %s", path, strerror(errno));
+		free(path);
+		return;
+	}
+	sec->found = true;
+	while (fgets(line, sizeof(line), f)) {
+		struct ranges *rs;
+
+		if (line[0] == '#' || line[0] == '\n')
+			continue;
+		if (sscanf(line, "%llx-%llx %31s %31s %n", &s, &e, pages, rule, &off) != 4 ||
+		    e <= s)
+			die("%s: cannot parse '%s'", path, trim(line));
+		if (!strcmp(rule, "absent"))
+			rs = &sec->absent;
+		else if (!strcmp(rule, "residual"))
+			rs = &sec->residual;
+		else
+			die("%s: unknown rule '%s' in '%s'", path, rule, trim(line));
+		ranges_add(rs, s, e, C_NONE, xstrdup(trim(line + off)), NULL);
+	}
+	fclose(f);
+	free(path);
+	ranges_sort(&sec->absent);
+	ranges_sort(&sec->residual);
+}
+
+/* Whether VMs @a and @b (PID-FD) belong to one VMM process. */
+static bool same_process(const char *a, const char *b)
+{
+	const char *da = strchr(a, '-'), *db = strchr(b, '-');
+
+	return da && db && da > a && da - a == db - b && !strncmp(a, b, da - a);
+}
+
+/*
+ * A VM's asi/pagetable starts with a line on the user half, which it does
+ * not dump: "# user half: N top-level entries, not shared" or "# user half:
+ * N top-level entries, the owner's user address space (asi_share_user()),
+ * not dumped". N, or -1 for any other line (a kernel older than the line,
+ * whose first line said no N).
+ */
+static int parse_user_half(const char *line)
+{
+	unsigned int n;
+	int off = -1;
+
+	if (sscanf(line, "# user half: %u top-level entries, %n", &n, &off) != 1 || off < 0)
+		return -1;
+	line += off;
+	if (strcmp(line, "not shared\n") &&
+	    strcmp(line, "the owner's user address space (asi_share_user()), not dumped\n"))
+		return -1;
+	return n;
+}
+
 /*
  * ptdump: "0xSTART-0xEND SIZE [ATTRIBUTES] LEVEL"; a present entry has
- * "RW" or "ro" among its attributes. Only the kernel half is kept.
+ * "RW" or "ro" among its attributes. Only the kernel half is kept. With
+ * @user_entries, the first line is a VM table's line on its user half.
  */
-static void read_ptdump(const char *path, struct ranges *rs)
+static void read_ptdump(const char *path, struct ranges *rs, int *user_entries)
 {
 	char line[1024], *tok, *save;
 	unsigned long long s, e;
 	FILE *f = open_or_die(path);
-	bool present;
+	bool present, first = true;
 
+	if (user_entries)
+		*user_entries = -1;
 	while (fgets(line, sizeof(line), f)) {
+		if (first && user_entries)
+			*user_entries = parse_user_half(line);
+		first = false;
 		if (strncmp(line, "0x", 2))
 			continue;	/* markers, comments */
 		if (sscanf(line, "%llx-%llx", &s, &e) != 2)
@@ -348,7 +433,9 @@ static void load_vm(struct vm *vm, const char *name)
 		exit(2);
 	}
 	read_mappings(m, &vm->mappings, vm->name);
-	read_ptdump(p, &vm->present);
+	read_ptdump(p, &vm->present, &vm->user_entries);
+	for (size_t k = 0; k < vm->mappings.n; k++)
+		vm->user_recorded |= vm->mappings.r[k].class == C_USER;
 	free(m);
 	free(p);
 }
@@ -382,6 +469,49 @@ static void print_size(uint64_t bytes)
 		printf("%8.1f KiB", bytes / 1024.0);
 }
 
+/* summary's part on asi/secrets: its ranges, by rule and what they hold. */
+static void summary_secrets(void)
+{
+	struct secrets sec = { 0 };
+	struct group {
+		const char *rule, *what;
+		size_t ranges;
+		uint64_t bytes;
+	} *g = NULL;
+	size_t ng = 0;
+
+	read_secrets(&sec);
+	if (!sec.found) {
+		printf("secrets: no asi/secrets\n");
+		return;
+	}
+	printf("secrets (asi/secrets): what no domain may map (absent), what every domain maps by design (residual)\n");
+	for (int rule = 0; rule < 2; rule++) {
+		const struct ranges *rs = rule ? &sec.residual : &sec.absent;
+
+		for (size_t k = 0; k < rs->n; k++) {
+			size_t i;
+
+			for (i = 0; i < ng; i++)
+				if (!strcmp(g[i].rule, rule ? "residual" : "absent") &&
+				    !strcmp(g[i].what, rs->r[k].owner))
+					break;
+			if (i == ng) {
+				g = xrealloc(g, ++ng * sizeof(*g));
+				g[i] = (struct group){ rule ? "residual" : "absent", rs->r[k].owner, 0, 0 };
+			}
+			g[i].ranges++;
+			g[i].bytes += rs->r[k].end - rs->r[k].start;
+		}
+	}
+	for (size_t i = 0; i < ng; i++)
+		printf("  %-10s %5zu ranges %9llu pages  %s\n", g[i].rule, g[i].ranges,
+		       (unsigned long long)(g[i].bytes / PAGE_SIZE), g[i].what);
+	if (!ng)
+		printf("  (no ranges)\n");
+	free(g);
+}
+
 static int cmd_summary(int argc, char **argv)
 {
 	static struct vm vms[MAX_VMS];
@@ -395,7 +525,7 @@ static int cmd_summary(int argc, char **argv)
 		die("no live VM with an asi/ folder");
 	kpath = path_of("%s/page_tables/kernel", debugfs);
 	if (!access(kpath, R_OK))
-		read_ptdump(kpath, &kernel);
+		read_ptdump(kpath, &kernel, NULL);
 	for (i = 0; i < n; i++) {
 		struct ranges class_ranges[NR_CLASSES] = { 0 };
 		uint64_t bytes[NR_CLASSES] = { 0 };
@@ -426,8 +556,11 @@ static int cmd_summary(int argc, char **argv)
 			print_size(bytes[c]);
 			putchar('\n');
 		}
-		if (ranges[C_USER])
-			printf("  %-10s shares the VMM's user address space\n", "user");
+		printf("  %-10s %s", "user", vm->user_recorded ?
+		       "shares the VMM's user address space" : "not shared");
+		if (vm->user_entries >= 0)
+			printf(" (%d top-level entries)", vm->user_entries);
+		putchar('\n');
 		printf("  %-10s %16llu pages mapped ", "table",
 		       (unsigned long long)(mapped / PAGE_SIZE));
 		print_size(mapped);
@@ -438,6 +571,7 @@ static int cmd_summary(int argc, char **argv)
 			       (unsigned long long)(ranges_bytes(&kernel) / PAGE_SIZE));
 		putchar('\n');
 	}
+	summary_secrets();
 	free(kpath);
 	return 0;
 }
@@ -475,7 +609,7 @@ static void load_side(const char *name, struct vm *vm, bool *is_vm)
 		return;
 	}
 	snprintf(vm->name, sizeof(vm->name), "the full kernel map");
-	read_ptdump(path_of("%s/page_tables/kernel", debugfs), &vm->present);
+	read_ptdump(path_of("%s/page_tables/kernel", debugfs), &vm->present, NULL);
 }
 
 static int cmd_diff(int argc, char **argv)
@@ -497,21 +631,66 @@ static int cmd_diff(int argc, char **argv)
 }
 
 /*
- * Invariant 1, for every VM: (a) everything its table maps is recorded,
- * as always-mapped, allowlisted or the VM's own; (b) nothing recorded as a
- * VM's own is mapped by another VM's table.
+ * (d): the user half of @vm's table. Entries there need an owner, which
+ * only asi_share_user() records (a "user" mappings line); and a VM may
+ * share its VMM's user half only while it is the process's only VM (the
+ * live VMs @live, all of them, named or not), as another VM's guest memory
+ * is in it. Returns the violations; *@unchecked counts a table whose
+ * first line does not say how many top-level entries its user half has.
+ */
+static unsigned long audit_user_half(const struct vm *vm, char **live, int nlive,
+				     int *unchecked)
+{
+	unsigned long violations = 0;
+
+	if (vm->user_entries < 0) {
+		printf("user half: VM %s not checked (its asi/pagetable has no '# user half: N top-level entries' line)\n",
+		       vm->name);
+		(*unchecked)++;
+	} else if (vm->user_entries > 0 && !vm->user_recorded) {
+		printf("VIOLATION: VM %s's table has %d user top-level entries, which no owner recorded\n",
+		       vm->name, vm->user_entries);
+		violations++;
+	}
+	if (!vm->user_recorded)
+		return violations;
+	for (int k = 0; k < nlive; k++) {
+		if (!strcmp(live[k], vm->name) || !same_process(live[k], vm->name))
+			continue;
+		printf("VIOLATION: VM %s maps process %.*s's user half, which holds VM %s's guest memory\n",
+		       vm->name, (int)(strchr(vm->name, '-') - vm->name), vm->name, live[k]);
+		violations++;
+	}
+	return violations;
+}
+
+/*
+ * Invariant 1, for every VM: (a) everything its table maps in the kernel
+ * half is recorded, as always-mapped, allowlisted or the VM's own; (b)
+ * nothing recorded as a VM's own is mapped by another VM's table; (c) no
+ * page of what asi/secrets names "absent" is mapped; (d) its user half is
+ * empty unless it shares its VMM's (recorded), and it shares it only as
+ * the process's only VM. What cannot be checked (a kernel without
+ * asi/secrets or without the table's line on its user half) makes the
+ * verdict INCOMPLETE, exit 2, unless there are violations.
  */
 static int cmd_audit(int argc, char **argv)
 {
 	static struct vm vms[MAX_VMS];
 	struct ranges owned = { 0 };
+	struct secrets sec = { 0 };
 	unsigned long violations = 0, pages = 0;
-	int n, i;
+	char *live[MAX_VMS];
+	int n, nlive, i, shared = 0, user_unchecked = 0;
 
 	check_environment();
 	n = load_vms(vms, argc, argv);
 	if (!n)
 		die("no live VM with an asi/ folder");
+	nlive = list_vms(live, MAX_VMS);
+	read_secrets(&sec);
+	if (!sec.found)
+		printf("secrets: not checked (no asi/secrets)\n");
 
 	/* Every VM's own ranges, each with its VM, sorted. */
 	for (i = 0; i < n; i++)
@@ -570,12 +749,47 @@ static int cmd_audit(int argc, char **argv)
 			free(one.r);
 			free(in.r);
 		}
+
+		/* What no domain may map. */
+		for (size_t k = 0; k < sec.absent.n; k++) {
+			const struct range *a = &sec.absent.r[k];
+			struct ranges one = { 0 }, in;
+
+			ranges_add(&one, a->start, a->end, C_NONE, NULL, NULL);
+			in = ranges_and(&one, &vm->present);
+			for (size_t m = 0; m < in.n; m++) {
+				printf("VIOLATION: VM %s maps 0x%016llx-0x%016llx, which holds %s (no domain may map it)\n",
+				       vm->name, (unsigned long long)in.r[m].start,
+				       (unsigned long long)in.r[m].end, a->owner);
+				violations++;
+			}
+			free(one.r);
+			free(in.r);
+		}
+
+		violations += audit_user_half(vm, live, nlive, &user_unchecked);
+		shared += vm->user_recorded;
 		free(recorded.r);
 		free(unrecorded.r);
 	}
-	printf("audit: %d VMs, %lu pages mapped, %lu violations: %s\n", n, pages, violations,
-	       violations ? "FAILED" : "passed");
-	return violations ? 1 : 0;
+	if (sec.found)
+		printf("residual: %zu ranges every domain maps by design (asi/secrets)\n",
+		       sec.residual.n);
+	printf("audit: %d VMs, %lu pages mapped, ", n, pages);
+	if (sec.found)
+		printf("%zu absent ranges, ", sec.absent.n);
+	else
+		printf("secrets not checked, ");
+	printf("%d user halves shared", shared);
+	if (user_unchecked)
+		printf(", %d not checked", user_unchecked);
+	printf(", %lu violations: %s\n", violations, violations ? "FAILED" :
+	       !sec.found || user_unchecked ? "INCOMPLETE" : "passed");
+	for (i = 0; i < nlive; i++)
+		free(live[i]);
+	if (violations)
+		return 1;
+	return !sec.found || user_unchecked ? 2 : 0;
 }
 
 static const char *region_of(uint64_t a)
@@ -740,11 +954,13 @@ static void usage(FILE *f)
 		"usage: %s [--debugfs DIR] COMMAND [ARGS]\n"
 		"  summary [VM...]    pages mapped per owner class, against the full kernel map\n"
 		"  diff A B           what one table maps and the other does not; A, B: a VM or 'kernel'\n"
-		"  audit [VM...]      check invariant 1 for every (or each named) live VM;\n"
-		"                     exit 1 on a violation\n"
+		"  audit [VM...]      check invariant 1 for every (or each named) live VM, and\n"
+		"                     asi/secrets and the user half; exit 1 on a violation,\n"
+		"                     2 if a check could not be done (INCOMPLETE)\n"
 		"  suggest FILE|-     rank what to map from a fault log (asi/faults or asi_faults.bt)\n"
 		"A VM is named as its folder in <debugfs>/kvm (PID-FD). --debugfs DIR reads a\n"
-		"recorded copy of debugfs. Exit: 0 ok, 1 a difference or violation, 2 an error.\n",
+		"recorded copy of debugfs. Exit: 0 ok, 1 a difference or violation, 2 an error\n"
+		"(or an incomplete audit).\n",
 		prog);
 }
 

@@ -1,10 +1,14 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# The isolation audit, live (invariant 1): with twelve VMs running, the
-# page-table tool (asi-pt) must find every VM's table clean; with a page
-# of one VM's struct kvm planted into another VM's table (the asi/plant
-# test hook) it must fail and name both; with the plant gone, pass again.
+# The isolation audit, live (invariant 1): with twelve VMs of one process
+# running, the page-table tool (asi-pt) must find every VM's table clean,
+# asi/secrets' absent ranges unmapped and no user half shared (the
+# process holds twelve VMs); with a page of one VM's struct kvm planted
+# into another VM's table (the asi/plant test hook) it must fail and name
+# both; with a page of the ro_after_init secrets planted (asi/plant's
+# "secret") it must fail and name the secret; with each plant gone, pass
+# again.
 # Also runs summary, diff and suggest against the live VMs and checks the
 # tool's messages on bad input. With ASI off, checks that the tool says
 # so. Exit: 0 pass, 1 fail, 4 skip.
@@ -52,7 +56,7 @@ set -- $(cd $kvm && ls -d "$ASI_TEST_PID"-* 2>/dev/null)
 [ $# -eq "$vms" ] || { echo "FAIL: $# VM folders for $vms VMs"; exit 1; }
 a=$1 b=$2
 
-expect 0 "audit: $vms VMs, .* 0 violations: passed" "$pt" audit
+expect 0 "audit: $vms VMs, .* 0 user halves shared, 0 violations: passed" "$pt" audit
 cat $out
 expect 0 "of the full kernel map" "$pt" summary "$a"
 cat $out
@@ -87,6 +91,18 @@ violation="$violation and VM $b's own (struct kvm): mapped by both"
 expect 1 "$violation" \
 	"$pt" audit
 cat $out
+exec 3>&-
+expect 0 "0 violations: passed" "$pt" audit
+
+# A planted secret: the first page of the absent range of asi/secrets
+# mapped into $a's domain, for as long as the file stays open.
+exec 3>"$kvm/$a/asi/plant"
+echo secret >&3 || { echo "FAIL: planting a secret into $a"; fail=1; }
+expect 1 "^VIOLATION: VM $a maps 0x.*, which holds ro_after_init secrets .*(no domain may map it)$" \
+	"$pt" audit
+cat $out
+n=$(grep -c '^VIOLATION' $out)
+[ "$n" -eq 1 ] || { echo "FAIL: $n violations for one planted secret"; fail=1; }
 exec 3>&-
 expect 0 "0 violations: passed" "$pt" audit
 
