@@ -289,6 +289,8 @@ def section_class(name, flags, module=False):
         return False, "not allocated"
     if name in MAPPED_NAMES:
         return True, MAPPED_NAMES[name]
+    if name == ".data..ro_after_init..secret" and not module:
+        return False, "ro_after_init secret (left out of rodata)"
     if name == ".data..percpu..first" and not module:
         return True, "first per-CPU page (fixed_percpu_data)"
     if name.startswith(".data..percpu"):
@@ -328,7 +330,10 @@ class Ranges:
             return (x + PAGE - 1) & ~(PAGE - 1)
         self.va = [
             (pfn_align(one("_text")), pfn_align(one("_etext")), "kernel text"),
-            (pfn_align(one("__start_rodata")), pfn_align(one("__end_rodata")), "kernel rodata"),
+            (pfn_align(one("__start_rodata")),
+             pfn_align(one("__start_ro_after_init_secret")), "kernel rodata"),
+            (pfn_align(one("__end_ro_after_init_secret")),
+             pfn_align(one("__end_rodata")), "kernel rodata"),
             (one("__asi_data_start"), one("__asi_data_end"), "ASI data section"),
         ]
         fp = one("fixed_percpu_data")

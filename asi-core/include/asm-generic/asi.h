@@ -26,6 +26,7 @@ struct asi;
 #define DEFINE_PER_CPU_ASI_ALIGNED(type, name) DEFINE_PER_CPU_ALIGNED(type, name)
 #define __asi_data
 #define __asi_read_mostly	__read_mostly
+#define __ro_after_init_secret	__ro_after_init
 
 static __always_inline bool asi_enabled(void)
 {
@@ -33,6 +34,8 @@ static __always_inline bool asi_enabled(void)
 }
 
 static __always_inline void asi_exit(enum asi_exit_reason reason) { }
+
+static __always_inline void asi_scrub_words(void *p, size_t size) { }
 
 static __always_inline bool asi_handle_fault(struct pt_regs *regs,
 					     unsigned long error_code,

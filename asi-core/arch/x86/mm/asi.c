@@ -220,15 +220,47 @@ static void asi_clear_ptes(struct asi *asi, unsigned long start, unsigned long e
 	}
 }
 
-/*
- * Translations of a cleared range may still be cached by CPUs running on
- * @asi's table, or in an ASI PCID. The kernel range flush reaches every
- * CPU, and with ASI on it marks every ASI PCID stale there (see
- * flush_tlb_one_kernel()), or flushes all PCIDs at once.
- */
-static void asi_flush_range(unsigned long start, unsigned long end)
+/* A CPU on @info's table, or relaxed on it (see asi_flush_domain()). */
+static bool asi_cpu_in_domain(int cpu, void *info)
 {
-	flush_tlb_kernel_range(start, end);
+	return READ_ONCE(per_cpu(asi_cpu.curr, cpu)) == info;
+}
+
+/*
+ * Sent to the CPUs in the domain: the interrupt's entry left it already
+ * (ASI_EXIT_INTERRUPT); the caller's own CPU, which gets no interrupt,
+ * leaves it here.
+ */
+static void asi_flush_domain_ipi(void *info)
+{
+	this_cpu_inc(asi_cpu.unmap_ipis);
+	if (this_cpu_read(asi_cpu.curr) == info)
+		__asi_exit(ASI_EXIT_OWNER);
+}
+
+/*
+ * Translations of PTEs just cleared in @asi's table may still be cached
+ * by CPUs on that table, or in ASI PCIDs that held it. Only this domain's
+ * table had them (the kernel's own table still maps the range), so only
+ * this domain's CPUs are disturbed: a guest that makes KVM unmap (an APIC
+ * map rebuild, say) must not interrupt other tenants' CPUs.
+ *
+ * The domain takes a new generation: the next load of its table under an
+ * ASI PCID on any CPU then flushes that PCID (asi_pcid_claim()); without
+ * PCIDs every CR3 write flushes. A CPU in the domain now is sent an
+ * interrupt, whose entry leaves the domain, and waited for. A CPU that
+ * enters after the read of its asi_cpu.curr here reads the new generation:
+ * asi_enter() orders its write of curr before its read of the generation,
+ * as this orders the other way. So no CPU uses the cleared translations
+ * once this returns, and the memory may be freed.
+ */
+static void asi_flush_domain(struct asi *asi)
+{
+	WRITE_ONCE(asi->gen, atomic64_inc_return(&asi_next_gen));
+	/* The new generation before the reads of curr: see asi_enter(). */
+	smp_mb();
+	this_cpu_inc(asi_cpu.unmap_flushes);
+	on_each_cpu_cond(asi_cpu_in_domain, asi_flush_domain_ipi, asi, true);
 }
 
 /* Copy the kernel's PTEs of [start, end); without write access if @ro. */
@@ -257,7 +289,7 @@ static int asi_set_ptes(struct asi *asi, unsigned long start, unsigned long end,
 	return 0;
 undo:
 	asi_clear_ptes(asi, start, va);
-	asi_flush_range(start, va);
+	asi_flush_domain(asi);
 	return err;
 }
 
@@ -319,7 +351,7 @@ static bool asi_unmap_range(struct asi *asi, unsigned long start, unsigned long 
 	asi_clear_ptes(asi, start, end);
 	mutex_unlock(&asi->lock);
 
-	asi_flush_range(start, end);
+	asi_flush_domain(asi);
 	kfree(r);
 	return true;
 }
@@ -364,8 +396,10 @@ EXPORT_SYMBOL_GPL(asi_map);
  * @addr: @addr given to asi_map()
  * @len: @len given to asi_map()
  *
- * Removes the mapping from @asi's table and flushes its translations on
- * every CPU before returning, so the memory can be freed right after.
+ * Removes the mapping from @asi's table and flushes its translations
+ * before returning, so the memory can be freed right after: the CPUs in
+ * @asi are interrupted, the others flush at their next entry into it
+ * (asi_flush_domain()).
  * Unmapping a range that was not mapped exactly so is a bug (WARN). Can
  * sleep.
  */
@@ -430,7 +464,7 @@ EXPORT_SYMBOL_GPL(asi_map_task);
  * @asi: the domain
  * @task: the task given to asi_map_task()
  *
- * Unmaps the stack and the task_struct (flushing them on every CPU) and
+ * Unmaps the stack and the task_struct (flushed as by asi_unmap()) and
  * drops the references. Can sleep.
  */
 void asi_unmap_task(struct asi *asi, struct task_struct *task)
@@ -632,8 +666,8 @@ int asi_share_user(struct asi *asi, struct mm_struct *mm)
 }
 EXPORT_SYMBOL_GPL(asi_share_user);
 
-/* Stop sharing the user half: the domain is going. Can sleep. */
-static void asi_unshare_user(struct asi *asi)
+/* Stop sharing the user half; the caller flushes, if the domain is live. */
+static void __asi_unshare_user(struct asi *asi)
 {
 	unsigned long flags;
 	int i;
@@ -650,9 +684,30 @@ static void asi_unshare_user(struct asi *asi)
 	asi->user_mm = NULL;
 }
 
+/**
+ * asi_unshare_user() - stop sharing an mm's user half with a live domain
+ * @asi: the domain
+ *
+ * For an owner that finds the mm holds what the domain must not map (KVM:
+ * a second VM in the VMM's process). The owner serializes it against
+ * asi_share_user() (KVM: kvm_asi_vmm_lock). The domain's user half is emptied
+ * and its translations flushed as by asi_unmap(): code on the restricted
+ * table that touches user memory falls back from then on. A no-op if
+ * @asi shares no mm. Can sleep.
+ */
+void asi_unshare_user(struct asi *asi)
+{
+	might_sleep();
+	if (!asi->user_mm)
+		return;
+	__asi_unshare_user(asi);
+	asi_flush_domain(asi);
+}
+EXPORT_SYMBOL_GPL(asi_unshare_user);
+
 static void asi_free(struct asi *asi)
 {
-	asi_unshare_user(asi);
+	__asi_unshare_user(asi);
 	kfree(asi->faults);
 	asi_free_ranges(asi);
 	asi_tables(asi, true);
@@ -729,16 +784,25 @@ static int asi_map_always(struct asi *asi)
 	int err;
 
 	/*
-	 * Kernel text and rodata, as PTI may map them to user space: they
-	 * are in the kernel image anyone can read. Past rodata lie secrets,
-	 * and so may the gaps around rodata, which are freed at boot.
+	 * Kernel text and rodata, as PTI may map them to user space: their
+	 * contents are those of the kernel image, but for the ro_after_init
+	 * data set at boot. Of that, what is secret (__ro_after_init_secret:
+	 * seeds and keys) is left out. What remains reveals the kernel's
+	 * layout (the KASLR bases), which every mapped pointer reveals too.
+	 * Past rodata lie secrets, and so may the gaps around rodata, which
+	 * are freed at boot.
 	 */
 	err = asi_map_range(asi, PFN_ALIGN(_text), PFN_ALIGN(_etext),
 			    "kernel text", ASI_OWNER_ALWAYS);
 	if (err)
 		return err;
-	err = asi_map_range(asi, PFN_ALIGN(__start_rodata), PFN_ALIGN(__end_rodata),
+	err = asi_map_range(asi, PFN_ALIGN(__start_rodata),
+			    PFN_ALIGN(__start_ro_after_init_secret),
 			    "kernel rodata", ASI_OWNER_ALWAYS);
+	if (err)
+		return err;
+	err = asi_map_range(asi, PFN_ALIGN(__end_ro_after_init_secret),
+			    PFN_ALIGN(__end_rodata), "kernel rodata", ASI_OWNER_ALWAYS);
 	if (err)
 		return err;
 	err = asi_share_cea(asi);
@@ -972,7 +1036,7 @@ EXPORT_SYMBOL_GPL(asi_allowlist_add);
 
 /*
  * Undo asi_global_add() of a range of @class: unmap it from every domain,
- * flushing it on every CPU. False if there is no such range.
+ * flushing each (asi_flush_domain()). False if there is no such range.
  */
 static bool asi_global_remove(const void *addr, size_t len, enum asi_owner_class class)
 {
@@ -1001,8 +1065,8 @@ static bool asi_global_remove(const void *addr, size_t len, enum asi_owner_class
  * @addr: @addr given to asi_allowlist_add()
  * @len: @len given to asi_allowlist_add()
  *
- * Unmaps the range from every domain and flushes it on every CPU. Can
- * sleep.
+ * Unmaps the range from every domain and flushes it as asi_unmap() does.
+ * Can sleep.
  */
 void asi_allowlist_remove(const void *addr, size_t len)
 {
@@ -1295,8 +1359,15 @@ static int asi_walk_kernel_half(struct seq_file *m, struct asi *asi, bool checkw
 	mutex_lock(&asi->lock);
 	memcpy(pgd + PGD_KERNEL_START, asi->pgd + PGD_KERNEL_START,
 	       (PTRS_PER_PGD - PGD_KERNEL_START) * sizeof(*pgd));
-	if (asi->user_mm && m)
-		seq_puts(m, "# user half: the owner's user address space, not dumped\n");
+	if (m) {
+		unsigned int i, n = 0;
+
+		for (i = 0; i < PGD_KERNEL_START; i++)
+			n += native_pgd_val(READ_ONCE(asi->pgd[i])) != 0;
+		seq_printf(m, "# user half: %u top-level entries, %s\n", n, asi->user_mm ?
+			   "the owner's user address space (asi_share_user()), not dumped" :
+			   "not shared");
+	}
 	ok = ptdump_walk_pgd_level_core(checkwx ? NULL : m, &init_mm, pgd, checkwx, false);
 	mutex_unlock(&asi->lock);
 	free_page((unsigned long)pgd);
@@ -1309,8 +1380,9 @@ static int asi_walk_kernel_half(struct seq_file *m, struct asi *asi, bool checkw
  * @asi: the domain
  *
  * The kernel half, in the format of /sys/kernel/debug/page_tables/kernel
- * (the same walker). The user half, when the domain shares an mm's, is the
- * mm's own and left out: its lower levels change under the mm's locks.
+ * (the same walker). The user half is summed up in a first line, the
+ * number of its top-level entries: when the domain shares an mm's, its
+ * lower levels are the mm's own and change under the mm's locks.
  *
  * Return: 0, -ENOMEM, or -ENODEV without CONFIG_PTDUMP.
  */
@@ -1407,7 +1479,7 @@ static __always_inline void asi_load_table(struct asi *asi, unsigned long cr3, i
 		native_write_cr3(cr3);
 		return;
 	}
-	if (asi_pcid_claim(slot, asi->gen)) {
+	if (asi_pcid_claim(slot, READ_ONCE(asi->gen))) {
 		this_cpu_inc(asi_cpu.pcid_flushes);
 		native_write_cr3(cr3);
 		return;
@@ -1415,7 +1487,7 @@ static __always_inline void asi_load_table(struct asi *asi, unsigned long cr3, i
 	this_cpu_inc(asi_cpu.pcid_kept);
 	native_write_cr3(cr3 | CR3_NOFLUSH);
 	if (unlikely(this_cpu_read(asi_cpu.pcid_stale) & BIT(slot))) {
-		asi_pcid_claim(slot, asi->gen);
+		asi_pcid_claim(slot, READ_ONCE(asi->gen));
 		native_write_cr3(cr3);
 	}
 }
@@ -1505,6 +1577,31 @@ bool asi_test_pcid_claim(u16 asid, u64 gen)
 	return asi_pcid_claim(asid, gen);
 }
 EXPORT_SYMBOL_IF_KUNIT(asi_test_pcid_claim);
+
+/*
+ * For test hooks: whether @asi's table translates @va, the user half
+ * included (under the shared mm's mmap lock), at any page size. Exported
+ * as GPL, not for KUnit only: KVM's asi/translate test hook uses it.
+ */
+bool asi_test_translates(struct asi *asi, unsigned long va)
+{
+	struct mm_struct *mm = READ_ONCE(asi->user_mm);
+	unsigned int level;
+	bool user = va < TASK_SIZE_MAX;
+	pte_t *pte;
+	bool ret;
+
+	if (user && !mm)
+		return false;
+	if (user)
+		mmap_read_lock(mm);
+	pte = lookup_address_in_pgd(asi->pgd + pgd_index(va), va, &level);
+	ret = pte && pte_present(*pte);
+	if (user)
+		mmap_read_unlock(mm);
+	return ret;
+}
+EXPORT_SYMBOL_GPL(asi_test_translates);
 #endif
 
 /*
@@ -1569,7 +1666,21 @@ noinstr void asi_enter(struct asi *asi)
 		this_cpu_write(asi_cpu.retry_ip, 0);
 		barrier();
 		this_cpu_write(asi_cpu.curr, asi);
-		barrier();
+		/*
+		 * The write of curr before the read of the generation:
+		 * asi_flush_domain() orders them the other way, so that
+		 * either it sees this CPU in the domain or this load sees
+		 * the generation it set.
+		 */
+		smp_mb();
+	} else {
+		/*
+		 * Relaxed: the CPU ran on the full table since it fell back,
+		 * or since a VM-exit loaded the full table (VMX's HOST_CR3,
+		 * when an NMI fell back during the flush decision), and the
+		 * fallback's flush indication may have been taken already.
+		 */
+		this_cpu_write(asi_cpu.need_flush, true);
 	}
 	this_cpu_inc(asi_cpu.enters);
 	asi_trace(asi_enter, asi->id);
@@ -1610,6 +1721,14 @@ noinstr void __asi_exit(enum asi_exit_reason reason)
 	/* Forget the domain only once CR3 is off its table. */
 	barrier();
 	this_cpu_write(asi_cpu.curr, NULL);
+	/*
+	 * And the CR3 values: every domain maps every CPU's asi_cpu, and
+	 * full_cr3 names another task's page table, a target for reads by
+	 * physical address (L1TF). Only CPUs in a domain hold them.
+	 */
+	barrier();
+	this_cpu_write(asi_cpu.full_cr3, 0);
+	this_cpu_write(asi_cpu.curr_cr3, 0);
 }
 EXPORT_SYMBOL_GPL(__asi_exit);
 
@@ -1976,17 +2095,24 @@ DEFINE_SHOW_ATTRIBUTE(asi_allowlist);
  * restricted table. The direct map and vmalloc
  * are made non-global where the kernel's default protections are set up
  * (as for PTI); here the kernel image past rodata follows. Like PTI, clear
- * up to the PMD boundary: the image is mapped with PMDs. Modules loaded
- * from now on are mapped into every domain (see asi_map_module()).
+ * up to the PMD boundary: the image is mapped with PMDs. So do the pages
+ * of __ro_after_init_secret data inside the rodata, which no domain maps:
+ * random_kmalloc_seed is read on every kmalloc(), and its translation
+ * would otherwise be cached, global, when a CPU enters a domain. Modules
+ * loaded from now on are mapped into every domain (see asi_map_module()).
  */
 static int __init asi_init(void)
 {
 	unsigned long start = (unsigned long)__end_rodata_aligned;
 	unsigned long end = ALIGN((unsigned long)_end, PMD_SIZE);
+	unsigned long secret = (unsigned long)__start_ro_after_init_secret;
 
 	if (!asi_enabled())
 		return 0;
 	set_memory_nonglobal(start, (end - start) >> PAGE_SHIFT);
+	if ((unsigned long)__end_ro_after_init_secret > secret)
+		set_memory_nonglobal(secret, ((unsigned long)__end_ro_after_init_secret -
+					      secret) >> PAGE_SHIFT);
 	return asi_register_module_notifier();
 }
 early_initcall(asi_init);
@@ -1995,11 +2121,11 @@ static int asi_cpus_show(struct seq_file *m, void *v)
 {
 	unsigned int cpu;
 
-	seq_puts(m, "cpu\tdomain\tenters\texit_owner\texit_sched\texit_user\tfallbacks\tlast_fault_ip\tlast_fault_address\trelaxed_retries\tfallbacks_irq\texit_interrupt\ttrace_missed\tpcid_flushes\tpcid_kept\n");
+	seq_puts(m, "cpu\tdomain\tenters\texit_owner\texit_sched\texit_user\tfallbacks\tlast_fault_ip\tlast_fault_address\trelaxed_retries\tfallbacks_irq\texit_interrupt\ttrace_missed\tpcid_flushes\tpcid_kept\tunmap_flushes\tunmap_ipis\n");
 	for_each_online_cpu(cpu) {
 		struct asi_cpu_state *st = per_cpu_ptr(&asi_cpu, cpu);
 
-		seq_printf(m, "%u\t%u\t%lu\t%lu\t%lu\t%lu\t%lu\t%pS\t%#lx\t%lu\t%lu\t%lu\t%lu\t%lu\t%lu\n",
+		seq_printf(m, "%u\t%u\t%lu\t%lu\t%lu\t%lu\t%lu\t%pS\t%#lx\t%lu\t%lu\t%lu\t%lu\t%lu\t%lu\t%lu\t%lu\n",
 			   cpu,
 			   READ_ONCE(st->curr) ? READ_ONCE(st->curr_id) : 0,
 			   READ_ONCE(st->enters), READ_ONCE(st->exits[ASI_EXIT_OWNER]),
@@ -2010,7 +2136,8 @@ static int asi_cpus_show(struct seq_file *m, void *v)
 			   READ_ONCE(st->relaxed_retries), READ_ONCE(st->fallbacks_irq),
 			   READ_ONCE(st->exits[ASI_EXIT_INTERRUPT]),
 			   READ_ONCE(st->trace_missed), READ_ONCE(st->pcid_flushes),
-			   READ_ONCE(st->pcid_kept));
+			   READ_ONCE(st->pcid_kept), READ_ONCE(st->unmap_flushes),
+			   READ_ONCE(st->unmap_ipis));
 	}
 	return 0;
 }
@@ -2146,6 +2273,147 @@ static const struct file_operations asi_bench_fops = {
 	.release	= single_release,
 };
 
+/*
+ * What no domain may map ("absent"), and what every domain maps although
+ * it is another tenant's or the host's ("residual", see the threat model
+ * in Documentation/arch/x86/asi.rst): for the audit (asi-pt audit), which
+ * checks the first against every VM's table and lists the second.
+ */
+static void asi_secret_line(struct seq_file *m, unsigned long start, unsigned long end,
+			    const char *rule, const char *what)
+{
+	seq_printf(m, "0x%016lx-0x%016lx %8lu %-8s %s\n", start, end,
+		   (end - start) >> PAGE_SHIFT, rule, what);
+}
+
+static int asi_secrets_show(struct seq_file *m, void *v)
+{
+	unsigned int cpu;
+
+	seq_puts(m, "# start-end pages rule what\n");
+	if (__end_ro_after_init_secret > __start_ro_after_init_secret)
+		asi_secret_line(m, (unsigned long)__start_ro_after_init_secret,
+				(unsigned long)__end_ro_after_init_secret, "absent",
+				"ro_after_init secrets (__ro_after_init_secret: seeds, keys)");
+	for_each_possible_cpu(cpu) {
+		unsigned long fp = (unsigned long)&per_cpu(fixed_percpu_data, cpu);
+		unsigned long cpu_state = (unsigned long)per_cpu_ptr(&asi_cpu, cpu);
+
+		asi_secret_line(m, fp, fp + PAGE_SIZE, "residual",
+				"stack canary of the task on this CPU (fixed_percpu_data)");
+		asi_secret_line(m, cpu_state & PAGE_MASK,
+				PAGE_ALIGN(cpu_state + sizeof(struct asi_cpu_state)), "residual",
+				"CR3 values while this CPU is in a domain (asi_cpu)");
+	}
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(asi_secrets);
+
+#if IS_ENABLED(CONFIG_MITIGATION_ADDRESS_SPACE_ISOLATION_KUNIT_TEST)
+/*
+ * Test hook, built with the KUnit tests only: what a domain can read of
+ * every CPU's entry area (shared by all domains, as PTI shares it with
+ * user space). Writing a 64-bit value to asi/residue sets a pattern;
+ * reading counts, per live domain, per CPU and per part of the CPU's
+ * cpu_entry_area, the pages the domain's table translates and the aligned
+ * words in them equal to the pattern, read through those translations. A
+ * selftest spins a user task with the pattern in its registers on one CPU
+ * and looks for it from another (asi_tenant_test).
+ */
+static u64 asi_residue_pattern;
+
+static const struct {
+	const char *name;
+	size_t offset;
+	size_t size;
+} asi_cea_parts[] = {
+#define ASI_CEA_PART(name, field)					\
+	{ name, offsetof(struct cpu_entry_area, field),			\
+	  sizeof_field(struct cpu_entry_area, field) }
+	ASI_CEA_PART("gdt", gdt),
+	ASI_CEA_PART("entry_stack", entry_stack_page),
+	ASI_CEA_PART("tss", tss),
+	ASI_CEA_PART("exception_stacks", estacks),
+	ASI_CEA_PART("debug_store", cpu_debug_store),
+	ASI_CEA_PART("debug_buffers", cpu_debug_buffers),
+#undef ASI_CEA_PART
+};
+
+/* Pages of [start, start + size) that @asi translates, and pattern hits. */
+static void asi_residue_scan(struct asi *asi, unsigned long start, size_t size,
+			     unsigned long *pages, unsigned long *hits)
+{
+	unsigned long va, end = start + size;
+	u64 pattern = READ_ONCE(asi_residue_pattern);
+
+	*pages = 0;
+	*hits = 0;
+	for (va = start & PAGE_MASK; va < end; va += PAGE_SIZE) {
+		pte_t pte = asi_lookup(asi, va);
+		unsigned long from = max(va, start), to = min(va + PAGE_SIZE, end);
+		u64 *words;
+
+		if (!pte_present(pte) || !pfn_valid(pte_pfn(pte)))
+			continue;
+		(*pages)++;
+		words = page_address(pfn_to_page(pte_pfn(pte)));
+		for (from = ALIGN(from, 8); from + 8 <= to; from += 8)
+			*hits += READ_ONCE(words[(from & ~PAGE_MASK) / 8]) == pattern;
+	}
+}
+
+static int asi_residue_show(struct seq_file *m, void *v)
+{
+	unsigned long pages, hits;
+	unsigned int cpu, i;
+	struct asi *asi;
+
+	seq_puts(m, "domain\tname\tcpu\tpart\tpages\thits\n");
+	mutex_lock(&asi_domains_lock);
+	list_for_each_entry(asi, &asi_domains, list) {
+		for_each_online_cpu(cpu) {
+			unsigned long cea = (unsigned long)get_cpu_entry_area(cpu);
+
+			for (i = 0; i < ARRAY_SIZE(asi_cea_parts); i++) {
+				asi_residue_scan(asi, cea + asi_cea_parts[i].offset,
+						 asi_cea_parts[i].size, &pages, &hits);
+				seq_printf(m, "%u\t%s\t%u\t%s\t%lu\t%lu\n", asi->id,
+					   asi->name, cpu, asi_cea_parts[i].name, pages, hits);
+			}
+			cond_resched();
+		}
+	}
+	mutex_unlock(&asi_domains_lock);
+	return 0;
+}
+
+static int asi_residue_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, asi_residue_show, NULL);
+}
+
+static ssize_t asi_residue_write(struct file *file, const char __user *ubuf,
+				 size_t count, loff_t *ppos)
+{
+	u64 pattern;
+	int err;
+
+	err = kstrtou64_from_user(ubuf, count, 0, &pattern);
+	if (err)
+		return err;
+	WRITE_ONCE(asi_residue_pattern, pattern);
+	return count;
+}
+
+static const struct file_operations asi_residue_fops = {
+	.open		= asi_residue_open,
+	.read		= seq_read,
+	.write		= asi_residue_write,
+	.llseek		= seq_lseek,
+	.release	= single_release,
+};
+#endif
+
 static int __init asi_report(void)
 {
 	struct dentry *dir;
@@ -2163,6 +2431,10 @@ static int __init asi_report(void)
 			debugfs_create_file("checkwx", 0400, dir, NULL, &asi_checkwx_fops);
 		debugfs_create_file("faults", 0600, dir, NULL, &asi_faults_fops);
 		debugfs_create_file("bench", 0600, dir, NULL, &asi_bench_fops);
+		debugfs_create_file("secrets", 0400, dir, NULL, &asi_secrets_fops);
+#if IS_ENABLED(CONFIG_MITIGATION_ADDRESS_SPACE_ISOLATION_KUNIT_TEST)
+		debugfs_create_file("residue", 0600, dir, NULL, &asi_residue_fops);
+#endif
 	}
 	return 0;
 }

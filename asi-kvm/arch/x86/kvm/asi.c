@@ -22,7 +22,8 @@
  * - the user half of the VMM's mm (asi_share_user()): guest memory is
  *   reached through the VMM's mappings, by uaccess (instruction fetch and
  *   guest page-table walks of the emulator, kvm_read_guest()). What the
- *   VMM maps is the VMM's and its VM's, not another VM's.
+ *   VMM maps is the VMM's and its VM's, not another VM's: a process with
+ *   two VMs shares its user half with neither (kvm_asi_share_user()).
  * - the VM's memslots (whole pages with ASI on), which every guest
  *   memory access looks up;
  * - the I/O buses and the in-kernel PIC and IOAPIC (kvm_arch_asi_map()),
@@ -46,8 +47,9 @@
  * exception pushes its frame onto the current stack, and an unmapped one
  * turns every fault into a double fault. A task's stack is mapped when it
  * first runs one of the VM's vCPUs (KVM_RUN) and unmapped when no vCPU of
- * the VM was last run by it, with references on the stack and the task in
- * between, so that neither can be freed while mapped.
+ * the VM was last run by it, or when it runs another VM's vCPU, with
+ * references on the stack and the task in between, so that neither can be
+ * freed while mapped.
  */
 #include <linux/asi.h>
 #include <linux/debugfs.h>
@@ -385,6 +387,70 @@ err_unmap:
 	return err;
 }
 
+/*
+ * The VMs with a domain, by VMM process: a domain shares the VMM's user
+ * half only while its VM is the process's only one. With two VMs in one
+ * process each VM's guest memory is in the other's user half; neither
+ * shares it then, and KVM's accesses to guest memory on the restricted
+ * table fall back (counted, and named in the fault log as uaccess to
+ * user addresses). A VM created once the others are gone shares again.
+ */
+struct kvm_asi_vmm_vm {
+	struct list_head list;
+	struct kvm *kvm;
+	struct asi *asi;
+};
+
+static DEFINE_MUTEX(kvm_asi_vmm_lock);
+static LIST_HEAD(kvm_asi_vmm_vms);
+
+static int kvm_asi_share_user(struct kvm *kvm, struct asi *asi)
+{
+	struct kvm_asi_vmm_vm *rec, *v;
+	unsigned int others = 0;
+	int err = 0;
+
+	rec = kzalloc(sizeof(*rec), GFP_KERNEL_ACCOUNT);
+	if (!rec)
+		return -ENOMEM;
+	rec->kvm = kvm;
+	rec->asi = asi;
+	mutex_lock(&kvm_asi_vmm_lock);
+	list_for_each_entry(v, &kvm_asi_vmm_vms, list) {
+		if (v->kvm->mm != kvm->mm)
+			continue;
+		others++;
+		asi_unshare_user(v->asi);	/* a no-op unless it shares */
+	}
+	/* Said once per process, when its second VM stops the sharing. */
+	if (others == 1)
+		pr_info_ratelimited("kvm-asi: process %d holds two VMs; their domains do not map its user memory\n",
+				    task_pid_nr(current));
+	if (!others)
+		err = asi_share_user(asi, kvm->mm);
+	if (!err)
+		list_add(&rec->list, &kvm_asi_vmm_vms);
+	mutex_unlock(&kvm_asi_vmm_lock);
+	if (err)
+		kfree(rec);
+	return err;
+}
+
+static void kvm_asi_forget_vmm(struct kvm *kvm)
+{
+	struct kvm_asi_vmm_vm *v;
+
+	mutex_lock(&kvm_asi_vmm_lock);
+	list_for_each_entry(v, &kvm_asi_vmm_vms, list) {
+		if (v->kvm == kvm) {
+			list_del(&v->list);
+			kfree(v);
+			break;
+		}
+	}
+	mutex_unlock(&kvm_asi_vmm_lock);
+}
+
 /**
  * kvm_asi_init_vm() - give a new VM its ASI domain
  * @kvm: the VM, its arch part allocated
@@ -414,12 +480,12 @@ int kvm_asi_init_vm(struct kvm *kvm)
 	if (err)
 		goto err_put;
 	/* Guest memory, as KVM reaches it: through the VMM's mappings. */
-	err = asi_share_user(asi, kvm->mm);
+	err = kvm_asi_share_user(kvm, asi);
 	if (err)
 		goto err_unmap_kvm;
 	err = kvm_asi_map_srcu(asi, &kvm->srcu, "kvm->srcu");
 	if (err)
-		goto err_unmap_kvm;
+		goto err_forget;
 	err = kvm_asi_map_srcu(asi, &kvm->irq_srcu, "kvm->irq_srcu");
 	if (err)
 		goto err_unmap_srcu;
@@ -433,6 +499,8 @@ err_unmap_irq_srcu:
 	kvm_asi_unmap_srcu(asi, &kvm->irq_srcu, nr_cpu_ids);
 err_unmap_srcu:
 	kvm_asi_unmap_srcu(asi, &kvm->srcu, nr_cpu_ids);
+err_forget:
+	kvm_asi_forget_vmm(kvm);
 err_unmap_kvm:
 	asi_unmap(asi, kvm, kvm_x86_ops.vm_size);
 err_put:
@@ -453,6 +521,7 @@ void kvm_asi_destroy_vm(struct kvm *kvm)
 	if (!asi)
 		return;
 	WARN_ON_ONCE(!list_empty(&kvm->arch.asi_stacks));
+	kvm_asi_forget_vmm(kvm);
 	kvm->arch.asi = NULL;
 	kvm_asi_pt_destroy(kvm, asi);
 	kvm_asi_unmap_srcu(asi, &kvm->irq_srcu, nr_cpu_ids);
@@ -491,8 +560,8 @@ EXPORT_SYMBOL_GPL(kvm_arch_asi_map);
  * @addr: @addr given to kvm_arch_asi_map()
  * @len: @len given to kvm_arch_asi_map()
  *
- * Flushes every CPU before returning: the memory may be freed right
- * after. A no-op with ASI off and once the domain is gone (its
+ * Flushes as asi_unmap() does before returning: the memory may be freed
+ * right after. A no-op with ASI off and once the domain is gone (its
  * destruction dropped every mapping).
  */
 void kvm_arch_asi_unmap(struct kvm *kvm, const void *addr, size_t len)
@@ -586,14 +655,39 @@ void kvm_asi_unmap_memslot(struct kvm *kvm, struct kvm_memory_slot *slot)
 
 /*
  * A task's kernel stack, mapped in a VM's domain for as long as one of the
- * VM's vCPUs was last run by the task. On kvm->arch.asi_stacks, under
- * kvm->arch.asi_lock.
+ * VM's vCPUs was last run by the task, and the task ran no other VM's vCPU
+ * since. On kvm->arch.asi_stacks, under kvm->arch.asi_lock, while @task is
+ * set; a record whose stack another VM took (@task NULL) stays until its
+ * vCPUs drop it.
  */
 struct kvm_asi_stack {
 	struct list_head list;
+	struct kvm *kvm;
 	struct task_struct *task;
 	unsigned int vcpus;
 };
+
+/*
+ * The record of the one VM whose domain maps a task's stack, by task: a
+ * stack holds the residue of the exits it handled, and no VM's domain may
+ * map another VM's. A task that runs a vCPU of another VM takes its stack
+ * from the first (kvm_asi_take_stack()). kvm_asi_stacks_lock, taken before
+ * any VM's asi_lock, covers finding a record there and freeing one: a
+ * record found holds its VM, whose vCPUs cannot drop it meanwhile.
+ */
+static DEFINE_MUTEX(kvm_asi_stacks_lock);
+static DEFINE_XARRAY(kvm_asi_task_stacks);
+
+/* Unmap a record's stack; it stays allocated for its vCPUs. */
+static void kvm_asi_unmap_stack(struct kvm *kvm, struct kvm_asi_stack *st)
+{
+	lockdep_assert_held(&kvm_asi_stacks_lock);
+	lockdep_assert_held(&kvm->arch.asi_lock);
+	list_del(&st->list);
+	xa_cmpxchg(&kvm_asi_task_stacks, (unsigned long)st->task, st, NULL, GFP_KERNEL);
+	asi_unmap_task(kvm->arch.asi, st->task);
+	WRITE_ONCE(st->task, NULL);
+}
 
 /* Drop the vCPU's stack; unmap it if no other vCPU uses it. */
 static void kvm_asi_put_stack(struct kvm_vcpu *vcpu)
@@ -601,15 +695,37 @@ static void kvm_asi_put_stack(struct kvm_vcpu *vcpu)
 	struct kvm_asi_stack *st = vcpu->arch.asi.stack;
 	struct kvm *kvm = vcpu->kvm;
 
+	lockdep_assert_held(&kvm_asi_stacks_lock);
 	lockdep_assert_held(&kvm->arch.asi_lock);
 	if (!st)
 		return;
 	vcpu->arch.asi.stack = NULL;
 	if (--st->vcpus)
 		return;
-	list_del(&st->list);
-	asi_unmap_task(kvm->arch.asi, st->task);
+	if (st->task)
+		kvm_asi_unmap_stack(kvm, st);
 	kfree(st);
+}
+
+/*
+ * The calling task is about to run a vCPU of @kvm: if another VM's domain
+ * maps its stack, unmap it there. That VM's vCPUs that the task last ran
+ * map it again when they next run. Before @kvm's lock is taken: the other
+ * VM's is taken alone.
+ */
+static void kvm_asi_take_stack(struct kvm *kvm)
+{
+	struct kvm_asi_stack *st;
+	struct kvm *other;
+
+	lockdep_assert_held(&kvm_asi_stacks_lock);
+	st = xa_load(&kvm_asi_task_stacks, (unsigned long)current);
+	if (!st || st->kvm == kvm)
+		return;
+	other = st->kvm;
+	mutex_lock(&other->arch.asi_lock);
+	kvm_asi_unmap_stack(other, st);
+	mutex_unlock(&other->arch.asi_lock);
 }
 
 /**
@@ -625,9 +741,11 @@ int kvm_asi_vcpu_run(struct kvm_vcpu *vcpu)
 	struct kvm_asi_stack *st = vcpu->arch.asi.stack;
 	int err = 0;
 
-	if (!kvm->arch.asi || (st && st->task == current))
+	if (!kvm->arch.asi || (st && READ_ONCE(st->task) == current))
 		return 0;
 
+	mutex_lock(&kvm_asi_stacks_lock);
+	kvm_asi_take_stack(kvm);
 	mutex_lock(&kvm->arch.asi_lock);
 	kvm_asi_put_stack(vcpu);
 	list_for_each_entry(st, &kvm->arch.asi_stacks, list) {
@@ -639,19 +757,28 @@ int kvm_asi_vcpu_run(struct kvm_vcpu *vcpu)
 		err = -ENOMEM;
 		goto out;
 	}
+	st->kvm = kvm;
+	err = xa_err(xa_store(&kvm_asi_task_stacks, (unsigned long)current, st,
+			      GFP_KERNEL_ACCOUNT));
+	if (err)
+		goto free;
 	err = asi_map_task(kvm->arch.asi, current, "vCPU task");
 	if (err) {
-		kfree(st);
-		goto out;
+		xa_erase(&kvm_asi_task_stacks, (unsigned long)current);
+		goto free;
 	}
-	st->task = current;
+	WRITE_ONCE(st->task, current);
 	list_add(&st->list, &kvm->arch.asi_stacks);
 found:
 	st->vcpus++;
 	vcpu->arch.asi.stack = st;
 out:
 	mutex_unlock(&kvm->arch.asi_lock);
+	mutex_unlock(&kvm_asi_stacks_lock);
 	return err;
+free:
+	kfree(st);
+	goto out;
 }
 
 /**
@@ -669,9 +796,11 @@ void kvm_asi_vcpu_destroy(struct kvm_vcpu *vcpu)
 		asi_unmap(kvm->arch.asi, vcpu->arch.asi.cpuid, vcpu->arch.asi.cpuid_len);
 		vcpu->arch.asi.cpuid = NULL;
 	}
+	mutex_lock(&kvm_asi_stacks_lock);
 	mutex_lock(&kvm->arch.asi_lock);
 	kvm_asi_put_stack(vcpu);
 	mutex_unlock(&kvm->arch.asi_lock);
+	mutex_unlock(&kvm_asi_stacks_lock);
 }
 
 /**
@@ -1029,9 +1158,12 @@ static const struct file_operations kvm_asi_faults_fops = {
  * tests only: writing another VM's debugfs name (PID-FD) to asi/plant maps
  * the first page of that VM's struct kvm into this VM's domain, a planted
  * violation of invariant 1, for as long as the file stays open. Both VMs
- * are pinned meanwhile; closing the file unmaps the page.
+ * are pinned meanwhile; closing the file unmaps the page. Writing
+ * "secret" maps the first page of the kernel's ro_after_init secrets
+ * instead (see asi/secrets).
  */
 static DEFINE_MUTEX(kvm_asi_plant_lock);
+static char kvm_asi_planted_secret;
 
 static int kvm_asi_plant_open(struct inode *inode, struct file *file)
 {
@@ -1059,6 +1191,16 @@ static ssize_t kvm_asi_plant_write(struct file *file, const char __user *ubuf,
 	err = -EBUSY;
 	if (file->private_data)
 		goto out;
+	if (!strcmp(buf, "secret")) {
+		err = -ENOENT;
+		if (__end_ro_after_init_secret == __start_ro_after_init_secret)
+			goto out;
+		err = asi_map(kvm->arch.asi, __start_ro_after_init_secret, PAGE_SIZE,
+			      "planted secret (test hook)");
+		if (!err)
+			file->private_data = &kvm_asi_planted_secret;
+		goto out;
+	}
 	mutex_lock(&kvm_lock);
 	list_for_each_entry(k, &vm_list, vm_list) {
 		if (k != kvm && k->arch.asi && !IS_ERR_OR_NULL(k->debugfs_dentry) &&
@@ -1087,6 +1229,10 @@ static int kvm_asi_plant_release(struct inode *inode, struct file *file)
 {
 	struct kvm *kvm = inode->i_private, *victim = file->private_data;
 
+	if (file->private_data == &kvm_asi_planted_secret) {
+		asi_unmap(kvm->arch.asi, __start_ro_after_init_secret, PAGE_SIZE);
+		victim = NULL;
+	}
 	if (victim) {
 		asi_unmap(kvm->arch.asi, victim, PAGE_SIZE);
 		kvm_put_kvm(victim);
@@ -1101,6 +1247,52 @@ static const struct file_operations kvm_asi_plant_fops = {
 	.write		= kvm_asi_plant_write,
 	.release	= kvm_asi_plant_release,
 };
+
+/*
+ * Test hook for the tenant tests, with the KUnit tests only: writing an
+ * address to asi/translate (of any VM) sets it; reading a VM's file says
+ * whether that VM's table translates it, the user half included:
+ * "<address> mapped" or "<address> unmapped". One address for all VMs,
+ * for a test that runs alone.
+ */
+static unsigned long kvm_asi_translate_va;
+
+static int kvm_asi_translate_show(struct seq_file *m, void *v)
+{
+	struct kvm *kvm = m->private;
+	unsigned long va = READ_ONCE(kvm_asi_translate_va);
+
+	seq_printf(m, "%#lx %s\n", va,
+		   asi_test_translates(kvm->arch.asi, va) ? "mapped" : "unmapped");
+	return 0;
+}
+
+static int kvm_asi_translate_open(struct inode *inode, struct file *file)
+{
+	return kvm_asi_single_open(inode, file, kvm_asi_translate_show);
+}
+
+static ssize_t kvm_asi_translate_write(struct file *file, const char __user *ubuf,
+				       size_t count, loff_t *ppos)
+{
+	unsigned long va;
+	int err;
+
+	err = kstrtoul_from_user(ubuf, count, 0, &va);
+	if (err)
+		return err;
+	WRITE_ONCE(kvm_asi_translate_va, va);
+	return count;
+}
+
+static const struct file_operations kvm_asi_translate_fops = {
+	.owner		= THIS_MODULE,
+	.open		= kvm_asi_translate_open,
+	.read		= seq_read,
+	.write		= kvm_asi_translate_write,
+	.llseek		= seq_lseek,
+	.release	= kvm_asi_release,
+};
 #endif
 
 /**
@@ -1111,8 +1303,8 @@ static const struct file_operations kvm_asi_plant_fops = {
  * writing 0 resets them. asi/mappings: what the VM's domain maps and why
  * (asi_mappings_show()). asi/pagetable: its restricted table in ptdump's
  * format (asi_pagetable_show()). asi/mmu_pages: the MMU's page pool
- * (pages, free, allocations it could not serve). asi/plant: a test hook
- * (see above).
+ * (pages, free, allocations it could not serve). asi/plant and
+ * asi/translate: test hooks (see above).
  */
 void kvm_asi_create_vm_debugfs(struct kvm *kvm)
 {
@@ -1127,5 +1319,6 @@ void kvm_asi_create_vm_debugfs(struct kvm *kvm)
 	debugfs_create_file("mmu_pages", 0400, dir, kvm, &kvm_asi_mmu_pages_fops);
 #ifdef CONFIG_MITIGATION_ADDRESS_SPACE_ISOLATION_KUNIT_TEST
 	debugfs_create_file("plant", 0200, dir, kvm, &kvm_asi_plant_fops);
+	debugfs_create_file("translate", 0600, dir, kvm, &kvm_asi_translate_fops);
 #endif
 }

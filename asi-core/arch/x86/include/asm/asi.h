@@ -18,17 +18,18 @@
  *			kernel image) at 4 KiB granularity; ranges of a
  *			domain never overlap. Sleeps.
  * asi_unmap()		Unmap exactly a range given to asi_map() and flush
- *			its translations on every CPU before returning: the
- *			memory may be freed right after. Sleeps.
+ *			its translations before returning: the memory may be
+ *			freed right after. Interrupts only the CPUs in the
+ *			domain; the others flush at their next entry. Sleeps.
  * asi_map_task()	Map a task's kernel stack and task_struct, until
  *			asi_unmap_task(). Both must be mapped
  *			before the task enters a domain. Sleeps.
  * asi_allowlist_add()	Map a range into every domain, now and later, on
  *			behalf of a named owner. Sleeps.
- * asi_allowlist_remove() Undo it, flushing on every CPU. Sleeps.
+ * asi_allowlist_remove() Undo it, flushing each domain. Sleeps.
  * asi_share_user()	Let the domain's user half be an mm's, kept in step
  *			with the mm's top-level entries until the domain
- *			goes. Sleeps.
+ *			goes or asi_unshare_user(). Sleeps.
  *
  * Every domain also maps the always-mapped set, built at creation: kernel
  * text and rodata (what PTI may map to user space too), the cpu_entry_area
@@ -244,6 +245,20 @@ void asi_percpu_free(void __percpu *ptr, size_t size);
 
 extern char __asi_data_start[], __asi_data_end[];
 
+/*
+ * The opposite: ro_after_init data of the kernel image that no domain may
+ * map, although it lies among the rodata every domain maps (seeds and
+ * keys chosen at boot). It gets pages of its own inside the rodata, which
+ * the always-mapped set leaves out; still read-only after init. For
+ * built-in code: in a module it would be ordinary data (and does not
+ * build).
+ */
+#ifndef MODULE
+#define __ro_after_init_secret	__section(".data..ro_after_init..secret")
+#endif
+
+extern char __start_ro_after_init_secret[], __end_ro_after_init_secret[];
+
 /**
  * enum asi_exit_reason - why a CPU left its domain
  * @ASI_EXIT_OWNER: asi_exit() by the domain's owner
@@ -305,6 +320,8 @@ struct asi_fault_record {
  *		back to the full table flushes its PCID
  * @pcid_flushes: restricted-table loads that flushed the ASI PCID
  * @pcid_kept: restricted-table loads that kept its translations
+ * @unmap_flushes: unmaps from a domain this CPU flushed
+ * @unmap_ipis: flushes of unmaps from the domain this CPU was in
  */
 struct asi_cpu_state {
 	struct asi *curr;
@@ -326,6 +343,8 @@ struct asi_cpu_state {
 	bool full_stale;
 	unsigned long pcid_flushes;
 	unsigned long pcid_kept;
+	unsigned long unmap_flushes;
+	unsigned long unmap_ipis;
 };
 
 DECLARE_PER_CPU_ASI(struct asi_cpu_state, asi_cpu);
@@ -341,6 +360,7 @@ void __asi_invalidate_pcid_all(void);
 #if IS_ENABLED(CONFIG_MITIGATION_ADDRESS_SPACE_ISOLATION_KUNIT_TEST)
 unsigned long asi_test_table_cr3(unsigned long table, unsigned long cr3, bool pcid, u16 asid);
 bool asi_test_pcid_claim(u16 asid, u64 gen);
+bool asi_test_translates(struct asi *asi, unsigned long va);
 #endif
 
 /* Leave the domain, if any; a not-taken static branch with ASI off. */
@@ -348,6 +368,21 @@ static __always_inline void asi_exit(enum asi_exit_reason reason)
 {
 	if (asi_enabled())
 		__asi_exit(reason);
+}
+
+/**
+ * asi_scrub_words() - clear memory that every domain maps, from noinstr code
+ * @p: the memory, 8-byte aligned
+ * @size: its size in bytes, a multiple of 8
+ *
+ * With REP STOSQ, not memset(), which noinstr code may not call: for what
+ * entry code leaves behind in the always-mapped set (see sync_regs()).
+ */
+static __always_inline void asi_scrub_words(void *p, size_t size)
+{
+	unsigned long n = size / 8;
+
+	asm volatile("rep stosq" : "+D" (p), "+c" (n) : "a" (0UL) : "memory");
 }
 
 /* The page-fault hook: true if the fault was a fallback (retry it). */
@@ -407,6 +442,7 @@ void asi_unmap(struct asi *asi, const void *addr, size_t len);
 int asi_map_task(struct asi *asi, struct task_struct *task, const char *owner);
 void asi_unmap_task(struct asi *asi, struct task_struct *task);
 int asi_share_user(struct asi *asi, struct mm_struct *mm);
+void asi_unshare_user(struct asi *asi);
 int asi_allowlist_add(const char *owner, const void *addr, size_t len);
 void asi_allowlist_remove(const void *addr, size_t len);
 pte_t asi_lookup(struct asi *asi, unsigned long addr);
