@@ -2291,7 +2291,7 @@ static int asi_secrets_show(struct seq_file *m, void *v)
 	unsigned int cpu;
 
 	seq_puts(m, "# start-end pages rule what\n");
-	if (__end_ro_after_init_secret > __start_ro_after_init_secret)
+	if ((unsigned long)__end_ro_after_init_secret > (unsigned long)__start_ro_after_init_secret)
 		asi_secret_line(m, (unsigned long)__start_ro_after_init_secret,
 				(unsigned long)__end_ro_after_init_secret, "absent",
 				"ro_after_init secrets (__ro_after_init_secret: seeds, keys)");

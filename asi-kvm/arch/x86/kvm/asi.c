@@ -1193,7 +1193,8 @@ static ssize_t kvm_asi_plant_write(struct file *file, const char __user *ubuf,
 		goto out;
 	if (!strcmp(buf, "secret")) {
 		err = -ENOENT;
-		if (__end_ro_after_init_secret == __start_ro_after_init_secret)
+		if ((unsigned long)__end_ro_after_init_secret ==
+		    (unsigned long)__start_ro_after_init_secret)
 			goto out;
 		err = asi_map(kvm->arch.asi, __start_ro_after_init_secret, PAGE_SIZE,
 			      "planted secret (test hook)");

@@ -47,6 +47,8 @@
 #define RESIDUE_PATH		"/sys/kernel/debug/asi/residue"
 #define RESIDUE_READS		40	/* every 50 ms: 2 s */
 #define MAX_HIT_LINES		32
+#define IOAPIC_GPA		0xfec00000ULL
+#define IOAPIC_READS		500
 
 static const char * const cea_parts[] = {
 	"gdt", "entry_stack", "tss", "exception_stacks", "debug_store",
@@ -491,18 +493,49 @@ static void guest_sync_done(void)
 	GUEST_DONE();
 }
 
+/* VM A's guest: two rounds of in-kernel MMIO reads (the IOAPIC's). */
+static void guest_ioapic_reader(void)
+{
+	int i, round;
+
+	for (round = 0; round < 2; round++) {
+		GUEST_SYNC(round);
+		for (i = 0; i < IOAPIC_READS; i++)
+			(void)READ_ONCE(*(volatile uint32_t *)IOAPIC_GPA);
+	}
+	GUEST_DONE();
+}
+
+/* Run @vcpu to the ucall @cmd; its exits and fallbacks on the way. */
+static void run_counted(struct kvm_vcpu *vcpu, uint64_t cmd, uint64_t *exits,
+			uint64_t *fallbacks)
+{
+	uint64_t e0, e1, f0, f1;
+
+	TEST_ASSERT(vcpu_stat(vcpu, "exits", &e0) && vcpu_stat(vcpu, "asi_fallbacks", &f0),
+		    "no vCPU stats exits, asi_fallbacks");
+	run_to(vcpu, cmd);
+	vcpu_stat(vcpu, "exits", &e1);
+	vcpu_stat(vcpu, "asi_fallbacks", &f1);
+	*exits = e1 - e0;
+	*fallbacks = f1 - f0;
+}
+
 /*
  * Two VMs in one process: VM A's domain must not translate VM B's guest
  * memory (the process's user half holds both: with two VMs, neither
  * domain shares it), and a task that ran a vCPU of VM A and then one of
  * VM B must have its stack, which holds the residue of B's exits, mapped
  * in B's domain only. As a control, VM A alone translates its own guest
- * memory (it shares the user half then).
+ * memory (it shares the user half then). The cost, for information: VM
+ * A's fallbacks on in-kernel MMIO exits (which the emulator decodes from
+ * guest memory), alone and beside VM B.
  */
 static void test_two_vms_one_process(bool on)
 {
 	struct kvm_vcpu *vcpu_a, *vcpu_b;
 	struct kvm_vm *vm_a, *vm_b;
+	uint64_t exits_alone, fb_alone, exits_two, fb_two;
 	bool alone, own, other, own_after;
 	int stacks_a, stacks_b, user_a, user_b;
 	char path[128];
@@ -512,7 +545,8 @@ static void test_two_vms_one_process(bool on)
 		ksft_test_result_skip("two_vms_one_process: ASI is off\n");
 		return;
 	}
-	vm_a = vm_create_with_one_vcpu(&vcpu_a, guest_sync_done);
+	vm_a = vm_create_with_one_vcpu(&vcpu_a, guest_ioapic_reader);
+	virt_map(vm_a, IOAPIC_GPA, IOAPIC_GPA, 1);
 	vm_asi_path(vm_a, "translate", path, sizeof(path));
 	if (access(path, F_OK)) {
 		kvm_vm_free(vm_a);
@@ -521,6 +555,8 @@ static void test_two_vms_one_process(bool on)
 	}
 	mem_a = addr_gva2hva(vm_a, (vm_vaddr_t)&release);
 	alone = vm_translates(vm_a, mem_a);
+	run_to(vcpu_a, UCALL_SYNC);				/* the warm-up */
+	run_counted(vcpu_a, UCALL_SYNC, &exits_alone, &fb_alone);
 
 	vm_b = vm_create_with_one_vcpu(&vcpu_b, guest_sync_done);
 	mem_b = addr_gva2hva(vm_b, (vm_vaddr_t)&release);
@@ -531,12 +567,14 @@ static void test_two_vms_one_process(bool on)
 	user_b = count_mappings(vm_b, " user ");
 
 	/* This task runs a vCPU of A, then one of B. */
-	run_to(vcpu_a, UCALL_SYNC);
+	run_counted(vcpu_a, UCALL_DONE, &exits_two, &fb_two);
 	run_to(vcpu_b, UCALL_SYNC);
 	stacks_a = count_mappings(vm_a, "vCPU task");
 	stacks_b = count_mappings(vm_b, "vCPU task");
-	run_to(vcpu_a, UCALL_DONE);
 	run_to(vcpu_b, UCALL_DONE);
+
+	ksft_print_msg("two_vms_one_process: cost: VM A's in-kernel MMIO exits: alone %lu fallbacks in %lu exits, beside VM B %lu in %lu\n",
+		       fb_alone, exits_alone, fb_two, exits_two);
 
 	ksft_print_msg("two_vms_one_process: A alone translates its memory: %s; with B: A's %s, B's %s, B its own %s; user lines A %d B %d; vCPU task ranges A %d B %d\n",
 		       alone ? "yes" : "no", own ? "yes" : "no", other ? "yes" : "no",
