@@ -36,6 +36,13 @@ expect() {
 	fi
 }
 
+# --live-shared: two processes run a VM each.
+if [ "$1" = --live-shared ]; then
+	expect 0 "audit: 2 VMs, .* 2 user halves shared, 0 violations: passed" "$pt" audit
+	cat $out
+	exit $fail
+fi
+
 if [ "$1" != --live ]; then
 	if ! grep -q '^enabled: on' "$ASI_DEBUGFS/state" 2>/dev/null; then
 		expect 2 "ASI is off: boot with asi=on" "$pt" audit
@@ -45,6 +52,11 @@ if [ "$1" != --live ]; then
 	vms=${1:-12}
 	/tests/kvm/x86_64/asi_multi_vm_test -v "$vms" -c 2 -s 3 -x "$0 --live $vms" ||
 		{ echo "FAIL: asi_multi_vm_test -x '$0 --live' failed"; exit 1; }
+	# Two processes with a VM each: each domain shares its VMM's user
+	# half, and the audit accepts both.
+	mvt=/tests/kvm/x86_64/asi_multi_vm_test
+	$mvt -v 1 -c 1 -s 2 -x "$mvt -v 1 -c 1 -s 2 -x '$0 --live-shared'" ||
+		{ echo "FAIL: two processes with a VM each: asi_multi_vm_test -x failed"; exit 1; }
 	echo "PASS"
 	exit 0
 fi
