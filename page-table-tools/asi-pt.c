@@ -13,6 +13,8 @@
  *
  * Subcommands: summary, diff, audit, suggest (see usage()). --debugfs DIR
  * reads a recorded copy of that tree instead of /sys/kernel/debug.
+ * exposure reads an ftrace text trace instead: how long a guest shared its
+ * core with a hyperthread that was not in its VM.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -948,6 +950,888 @@ static int cmd_suggest(int argc, char **argv)
 	return 0;
 }
 
+/*
+ * exposure: how long a guest shared its core with something else, from an
+ * ftrace text trace (tracefs "trace" or "trace_pipe") of asi_enter,
+ * asi_exit, asi_fault, kvm_entry, kvm_exit and sched_switch.
+ *
+ * Each CPU's events, in its own time order, give its state: its table
+ * (the full table, a domain's restricted table, or relaxed: still in the
+ * domain but on the full table after a fallback fault), whether it is in
+ * guest mode and of which VM (a VM is named by its domain's id), and
+ * whether it runs the idle task (the last sched_switch's next_pid is 0;
+ * not known before the first). Guest mode lasts from kvm_entry to the
+ * next kvm_exit, of the VM whose domain the CPU is on then; where it is
+ * not on the domain's table yet, the kernel enters it after the event,
+ * right before VM-entry, and guest mode starts at that asi_enter instead
+ * (with none before the kvm_exit: from kvm_entry, of the relaxed domain or
+ * of VM "?"). A CPU's state is unknown before its first event, and again
+ * from its last event before lost events until its next one. A core is
+ * counted while every CPU of it is known.
+ *
+ * Exposure is the time a CPU is in guest mode of VM X while another CPU
+ * of its core is in guest mode of another VM, on another VM's restricted
+ * table, or on the full table (no domain, or relaxed) running a task
+ * other than the idle task; the time beside one on the full table running
+ * the idle task is counted apart (--count-idle adds it).
+ */
+
+enum ev_type {
+	EV_OTHER, EV_LOST, EV_ASI_ENTER, EV_ASI_EXIT, EV_ASI_FAULT,
+	EV_KVM_ENTRY, EV_KVM_EXIT, EV_SWITCH,
+};
+
+struct ev {
+	uint64_t t;		/* ns */
+	long long arg;		/* the domain, or sched_switch's next_pid */
+	enum ev_type type;
+};
+
+enum table { T_FULL, T_RESTRICTED, T_RELAXED };
+enum task { TASK_UNKNOWN, TASK_IDLE, TASK_BUSY };
+
+#define VM_NONE		(-1LL)	/* guest mode with no domain entered: "?" */
+
+struct cpu_state {
+	bool known;
+	bool guest;
+	enum table table;
+	enum task task;
+	long long domain;	/* T_RESTRICTED, T_RELAXED */
+	long long vm;		/* in guest mode */
+};
+
+struct seg {
+	uint64_t t;		/* the state from t on */
+	struct cpu_state s;
+};
+
+struct cpu_trace {
+	struct ev *ev;
+	size_t n, cap;
+	struct seg *seg;
+	size_t nseg;
+	unsigned long lost;	/* LOST lines */
+};
+
+/*
+ * What a guest had beside it, in priority order: an instant of a core
+ * counts once, under the highest cause among its CPUs (two causes at once
+ * need a core of more than two CPUs, or two guests beside each other,
+ * both X_GUEST).
+ */
+enum cause { X_NONE, X_IDLE, X_DOMAIN, X_GUEST, X_FULL, NR_CAUSES };
+
+struct tally {
+	uint64_t cause[NR_CAUSES];
+	uint64_t unknown;	/* of X_FULL: beside a task not known yet */
+	uint64_t guest;		/* guest time, summed over CPUs */
+};
+
+struct core {
+	int *cpu;
+	int n;
+	char name[64];
+	bool counted;
+	uint64_t from, span;	/* counted from, and for how long */
+	struct tally t;
+};
+
+struct vm_tally {
+	long long vm;
+	struct tally t;
+};
+
+struct pair_tally {
+	long long vm, other;
+	uint64_t guest, domain;	/* other in guest mode, in its domain */
+};
+
+static struct cpu_trace *cpus;
+static int ncpus;
+static struct vm_tally *vms_x;
+static size_t nvms_x;
+static struct pair_tally *pairs_x;
+static size_t npairs_x;
+static bool count_idle;
+static unsigned long warn_no_domain, warn_exit_only, warn_entry_twice;
+
+static struct cpu_trace *cpu_trace(int cpu)
+{
+	if (cpu >= ncpus) {
+		cpus = xrealloc(cpus, (cpu + 1) * sizeof(*cpus));
+		memset(cpus + ncpus, 0, (cpu + 1 - ncpus) * sizeof(*cpus));
+		ncpus = cpu + 1;
+	}
+	return &cpus[cpu];
+}
+
+static void ev_add(struct cpu_trace *c, uint64_t t, enum ev_type type, long long arg)
+{
+	if (c->n == c->cap) {
+		c->cap = c->cap ? 2 * c->cap : 256;
+		c->ev = xrealloc(c->ev, c->cap * sizeof(*c->ev));
+	}
+	c->ev[c->n++] = (struct ev){ t, arg, type };
+}
+
+/* "SECONDS.FRACTION:", 1 to 9 decimals, in ns; *@decimals: how many. */
+static bool parse_timestamp(const char *s, uint64_t *ns, int *decimals)
+{
+	unsigned long long sec = 0, frac = 0;
+	int d = 0;
+
+	if (!isdigit((unsigned char)*s))
+		return false;
+	while (isdigit((unsigned char)*s)) {
+		if (sec > 1000000000000ULL)
+			return false;
+		sec = sec * 10 + *s++ - '0';
+	}
+	if (*s++ != '.')
+		return false;
+	while (isdigit((unsigned char)*s) && d < 9) {
+		frac = frac * 10 + *s++ - '0';
+		d++;
+	}
+	if (!d || strcmp(s, ":"))
+		return false;
+	*decimals = d;
+	while (d++ < 9)
+		frac *= 10;
+	*ns = sec * 1000000000ULL + frac;
+	return true;
+}
+
+/* "[NNN]": the CPU. */
+static bool parse_cpu_field(const char *s, int *cpu)
+{
+	char *end;
+	long v;
+
+	if (*s != '[' || !isdigit((unsigned char)s[1]))
+		return false;
+	v = strtol(s + 1, &end, 10);
+	if (strcmp(end, "]") || v > 65535)
+		return false;
+	*cpu = v;
+	return true;
+}
+
+/*
+ * An event line: "TASK-PID [CPU] FLAGS TIMESTAMP: EVENT: PAYLOAD", the
+ * flags optional (trace-cmd report has none), TASK possibly with spaces,
+ * "(TGID)" possibly after it. Splits @line in place.
+ */
+static bool parse_event_line(char *line, int *cpu, uint64_t *t, int *decimals,
+			     char **event, char **payload)
+{
+	char *tok[64], *save, *p;
+	int n = 0, i, k;
+
+	for (p = strtok_r(line, " \t\n", &save); p && n < 64; p = strtok_r(NULL, " \t\n", &save))
+		tok[n++] = p;
+	for (i = 1; i < n; i++) {
+		if (!parse_cpu_field(tok[i], cpu))
+			continue;
+		for (k = i + 1; k <= i + 2 && k + 1 < n; k++) {
+			size_t len = strlen(tok[k + 1]);
+
+			if (!parse_timestamp(tok[k], t, decimals) || len < 2 ||
+			    tok[k + 1][len - 1] != ':')
+				continue;
+			tok[k + 1][len - 1] = 0;
+			*event = tok[k + 1];
+			/* The payload: the rest of the line, as strtok_r left it. */
+			*payload = k + 2 < n ? tok[k + 2] : "";
+			for (int m = k + 2; m + 1 < n; m++)
+				tok[m][strlen(tok[m])] = ' ';
+			return true;
+		}
+	}
+	return false;
+}
+
+static const char *vm_name(long long vm, char *buf, size_t len)
+{
+	if (vm == VM_NONE)
+		return "?";
+	snprintf(buf, len, "%lld", vm);
+	return buf;
+}
+
+/*
+ * Read the trace into per-CPU event lists. Returns the number of events;
+ * *@first, *@last: the trace's first and last timestamps.
+ */
+static size_t read_trace(const char *path, uint64_t *first, uint64_t *last, int *decimals)
+{
+	char *line = NULL, *copy = NULL;
+	size_t cap = 0, events = 0;
+	unsigned long lineno = 0;
+	FILE *f;
+
+	f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+	if (!f)
+		die("cannot read %s: %s", path, strerror(errno));
+	*decimals = 0;
+	while (getline(&line, &cap, f) > 0) {
+		char *s = trim(line), *event, *payload, *p, *q;
+		unsigned long lost;
+		unsigned int dom;
+		struct cpu_trace *c;
+		enum ev_type type;
+		long long arg = 0;
+		int cpu, d;
+		uint64_t t;
+
+		lineno++;
+		if (!*s || *s == '#')
+			continue;
+		free(copy);
+		copy = xstrdup(s);
+		if (sscanf(s, "CPU:%d [LOST %lu EVENTS]", &cpu, &lost) == 2 && cpu >= 0 &&
+		    cpu <= 65535) {
+			c = cpu_trace(cpu);
+			c->lost++;
+			ev_add(c, c->n ? c->ev[c->n - 1].t : 0, EV_LOST, 0);
+			continue;
+		}
+		if (!parse_event_line(s, &cpu, &t, &d, &event, &payload))
+			die("%s:%lu: cannot parse '%s'", path, lineno, copy);
+		if (!strcmp(event, "asi_enter") || !strcmp(event, "asi_exit") ||
+		    !strcmp(event, "asi_fault")) {
+			if (sscanf(payload, "domain=%u", &dom) != 1)
+				die("%s:%lu: %s without domain=: '%s'", path, lineno, event, copy);
+			type = !strcmp(event, "asi_enter") ? EV_ASI_ENTER :
+			       !strcmp(event, "asi_exit") ? EV_ASI_EXIT : EV_ASI_FAULT;
+			arg = dom;
+		} else if (!strcmp(event, "kvm_entry")) {
+			type = EV_KVM_ENTRY;
+		} else if (!strcmp(event, "kvm_exit")) {
+			type = EV_KVM_EXIT;
+		} else if (!strcmp(event, "sched_switch")) {
+			/* The last one: next_comm, before it, may hold anything. */
+			q = NULL;
+			for (p = strstr(payload, "next_pid="); p; p = strstr(p + 1, "next_pid="))
+				q = p;
+			p = q;
+			if (!p || !strstr(payload, "==>") ||
+			    sscanf(p, "next_pid=%lld", &arg) != 1)
+				die("%s:%lu: sched_switch without next_pid=: '%s'", path, lineno,
+				    copy);
+			type = EV_SWITCH;
+		} else {
+			type = EV_OTHER;
+		}
+		c = cpu_trace(cpu);
+		if (c->n && t < c->ev[c->n - 1].t)
+			die("%s:%lu: CPU %d's time goes backwards (%llu.%09llu after %llu.%09llu): '%s'",
+			    path, lineno, cpu, (unsigned long long)(t / 1000000000),
+			    (unsigned long long)(t % 1000000000),
+			    (unsigned long long)(c->ev[c->n - 1].t / 1000000000),
+			    (unsigned long long)(c->ev[c->n - 1].t % 1000000000), copy);
+		ev_add(c, t, type, arg);
+		if (!events || t < *first)
+			*first = t;
+		if (!events || t > *last)
+			*last = t;
+		if (d > *decimals)
+			*decimals = d;
+		events++;
+	}
+	if (ferror(f))
+		die("cannot read %s: %s", path, strerror(errno));
+	if (f != stdin)
+		fclose(f);
+	free(line);
+	free(copy);
+	if (!events)
+		die("%s: no events (is tracing on, with the asi, kvm_entry, kvm_exit and sched_switch events?)",
+		    path);
+	return events;
+}
+
+/*
+ * Whether the kernel enters the domain after this kvm_entry: it does so
+ * right before VM-entry (kvm_asi_enter() in vmx_vcpu_enter_exit()), after
+ * the event, when the CPU is not on the domain's table already.
+ */
+static bool asi_enter_follows(const struct cpu_trace *c, size_t i)
+{
+	for (i++; i < c->n; i++) {
+		if (c->ev[i].type == EV_ASI_ENTER)
+			return true;
+		if (c->ev[i].type == EV_KVM_EXIT || c->ev[i].type == EV_KVM_ENTRY ||
+		    c->ev[i].type == EV_LOST)
+			return false;
+	}
+	return false;
+}
+
+/* A CPU's events, as the states it went through. */
+static void build_segments(struct cpu_trace *c)
+{
+	struct cpu_state s = { 0 };
+	bool pending = false;	/* kvm_entry seen, the asi_enter before VM-entry not yet */
+
+	c->seg = xrealloc(NULL, (c->n + 1) * sizeof(*c->seg));
+	for (size_t i = 0; i < c->n; i++) {
+		const struct ev *e = &c->ev[i];
+
+		if (e->type == EV_LOST) {
+			s.known = false;
+			c->seg[c->nseg++] = (struct seg){ e->t, s };
+			continue;
+		}
+		if (!s.known) {
+			s = (struct cpu_state){ .known = true, .table = T_FULL,
+						.task = TASK_UNKNOWN, .domain = VM_NONE,
+						.vm = VM_NONE };
+			pending = false;
+		}
+		switch (e->type) {
+		case EV_ASI_ENTER:
+			s.table = T_RESTRICTED;
+			s.domain = e->arg;
+			if (pending) {
+				s.guest = true;
+				s.vm = e->arg;
+				pending = false;
+			}
+			break;
+		case EV_ASI_EXIT:
+			s.table = T_FULL;
+			s.domain = VM_NONE;
+			break;
+		case EV_ASI_FAULT:
+			s.table = T_RELAXED;
+			s.domain = e->arg;
+			break;
+		case EV_KVM_ENTRY:
+			if (s.guest || pending)
+				warn_entry_twice++;
+			s.guest = false;
+			pending = false;
+			if (s.table == T_RESTRICTED) {
+				s.guest = true;
+				s.vm = s.domain;
+			} else if (asi_enter_follows(c, i)) {
+				pending = true;
+			} else {
+				s.guest = true;
+				s.vm = s.table == T_RELAXED ? s.domain : VM_NONE;
+				if (s.vm == VM_NONE)
+					warn_no_domain++;
+			}
+			break;
+		case EV_KVM_EXIT:
+			if (!s.guest && !pending)
+				warn_exit_only++;
+			s.guest = false;
+			pending = false;
+			break;
+		case EV_SWITCH:
+			s.task = e->arg ? TASK_BUSY : TASK_IDLE;
+			break;
+		default:
+			break;
+		}
+		c->seg[c->nseg++] = (struct seg){ e->t, s };
+	}
+}
+
+static struct tally *vm_tally(long long vm)
+{
+	for (size_t i = 0; i < nvms_x; i++)
+		if (vms_x[i].vm == vm)
+			return &vms_x[i].t;
+	vms_x = xrealloc(vms_x, (nvms_x + 1) * sizeof(*vms_x));
+	vms_x[nvms_x] = (struct vm_tally){ .vm = vm };
+	return &vms_x[nvms_x++].t;
+}
+
+static struct pair_tally *pair_tally(long long vm, long long other)
+{
+	for (size_t i = 0; i < npairs_x; i++)
+		if (pairs_x[i].vm == vm && pairs_x[i].other == other)
+			return &pairs_x[i];
+	pairs_x = xrealloc(pairs_x, (npairs_x + 1) * sizeof(*pairs_x));
+	pairs_x[npairs_x] = (struct pair_tally){ .vm = vm, .other = other };
+	return &pairs_x[npairs_x++];
+}
+
+/* What CPU @b's state @s is to a guest of VM @x beside it. */
+static enum cause cause_of(const struct cpu_state *s, long long x)
+{
+	if (s->guest)
+		return s->vm == x ? X_NONE : X_GUEST;
+	if (s->table == T_RESTRICTED)
+		return s->domain == x ? X_NONE : X_DOMAIN;
+	return s->task == TASK_IDLE ? X_IDLE : X_FULL;
+}
+
+/*
+ * What the CPUs of @core in states @s are beside a guest of VM @x: the
+ * highest cause among them (a CPU in guest mode of @x itself is none).
+ * *@unknown: X_FULL only from tasks not known yet.
+ */
+static enum cause beside(const struct core *core, struct cpu_state **s, long long x,
+			 bool *unknown)
+{
+	enum cause worst = X_NONE, c;
+	bool busy = false, unk = false;
+
+	for (int b = 0; b < core->n; b++) {
+		c = cause_of(s[b], x);
+		if (c > worst)
+			worst = c;
+		if (c == X_FULL) {
+			busy |= s[b]->task == TASK_BUSY;
+			unk |= s[b]->task == TASK_UNKNOWN;
+		}
+	}
+	*unknown = worst == X_FULL && unk && !busy;
+	return worst;
+}
+
+/* The other VMs beside a guest of VM @x, in guest mode or in their domain. */
+static void tally_pairs(const struct core *core, struct cpu_state **s, long long x,
+			uint64_t dt)
+{
+	for (int b = 0; b < core->n; b++) {
+		enum cause c = cause_of(s[b], x);
+		long long other = c == X_GUEST ? s[b]->vm : s[b]->domain;
+		struct pair_tally *p;
+		bool dup = false;
+
+		if (c != X_GUEST && c != X_DOMAIN)
+			continue;
+		for (int k = 0; k < b; k++)
+			dup |= cause_of(s[k], x) == c &&
+			       (c == X_GUEST ? s[k]->vm : s[k]->domain) == other;
+		if (dup)
+			continue;
+		p = pair_tally(x, other);
+		if (c == X_GUEST)
+			p->guest += dt;
+		else
+			p->domain += dt;
+	}
+}
+
+/* Add @dt ns of the core's CPUs in states @s to the tallies. */
+static void tally_interval(struct core *core, struct cpu_state **s, uint64_t dt)
+{
+	enum cause worst = X_NONE, w;
+	bool unknown = false, known_full = false, unk, seen;
+
+	for (int a = 0; a < core->n; a++) {
+		struct tally *vt;
+
+		if (!s[a]->guest)
+			continue;
+		vt = vm_tally(s[a]->vm);
+		vt->guest += dt;
+		core->t.guest += dt;
+		/* Each VM once per instant, at its first CPU in guest mode. */
+		seen = false;
+		for (int k = 0; k < a; k++)
+			seen |= s[k]->guest && s[k]->vm == s[a]->vm;
+		if (seen)
+			continue;
+		w = beside(core, s, s[a]->vm, &unk);
+		vt->cause[w] += dt;
+		if (unk)
+			vt->unknown += dt;
+		tally_pairs(core, s, s[a]->vm, dt);
+		if (w > worst)
+			worst = w;
+		if (w == X_FULL) {
+			unknown |= unk;
+			known_full |= !unk;
+		}
+	}
+	core->t.cause[worst] += dt;
+	if (worst == X_FULL && unknown && !known_full)
+		core->t.unknown += dt;
+}
+
+/* Items "N" or "N-M" separated by @sep, into @core's CPUs. */
+static bool parse_cpus(const char *s, char sep, struct core *core)
+{
+	char *end;
+	long a, b;
+
+	for (;;) {
+		if (!isdigit((unsigned char)*s))
+			return false;
+		a = strtol(s, &end, 10);
+		b = a;
+		if (*end == '-') {
+			if (!isdigit((unsigned char)end[1]))
+				return false;
+			b = strtol(end + 1, &end, 10);
+		}
+		if (b < a || b > 65535)
+			return false;
+		core->cpu = xrealloc(core->cpu, (core->n + b - a + 1) * sizeof(*core->cpu));
+		while (a <= b)
+			core->cpu[core->n++] = a++;
+		if (!*end)
+			return true;
+		if (*end != sep)
+			return false;
+		s = end + 1;
+	}
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+/*
+ * Add @core to @cores (sorted, named as a CPU list), unless one with the
+ * same CPUs is there (each sibling's thread_siblings_list names its core).
+ */
+static void add_core(struct core **cores, int *n, struct core *core, const char *what)
+{
+	size_t len = 0;
+
+	qsort(core->cpu, core->n, sizeof(*core->cpu), cmp_int);
+	for (int i = 1; i < core->n; i++)
+		if (core->cpu[i] == core->cpu[i - 1])
+			die("%s: CPU %d twice", what, core->cpu[i]);
+	for (int i = 0; i < *n; i++) {
+		struct core *o = &(*cores)[i];
+		bool same = o->n == core->n;
+
+		for (int k = 0; same && k < o->n; k++)
+			same = o->cpu[k] == core->cpu[k];
+		if (same) {
+			free(core->cpu);
+			return;
+		}
+		for (int k = 0; k < o->n; k++)
+			for (int m = 0; m < core->n; m++)
+				if (o->cpu[k] == core->cpu[m])
+					die("%s: CPU %d in two cores (%s and another)", what,
+					    core->cpu[m], o->name);
+	}
+	for (int i = 0; i < core->n && len < sizeof(core->name) - 16; i++) {
+		int j = i;
+
+		while (j + 1 < core->n && core->cpu[j + 1] == core->cpu[j] + 1)
+			j++;
+		len += snprintf(core->name + len, sizeof(core->name) - len, "%s%d", i ? "," : "",
+				core->cpu[i]);
+		if (j > i)
+			len += snprintf(core->name + len, sizeof(core->name) - len, "-%d",
+					core->cpu[j]);
+		i = j;
+	}
+	*cores = xrealloc(*cores, (*n + 1) * sizeof(**cores));
+	(*cores)[(*n)++] = *core;
+}
+
+/* --siblings: cores separated by ',', each "A-B" or "A+B[+C...]". */
+static int siblings_from_arg(const char *arg, struct core **cores)
+{
+	char *copy = xstrdup(arg), *tok, *save;
+	int n = 0;
+
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		struct core core = { 0 };
+
+		if (!parse_cpus(tok, '+', &core))
+			die("--siblings: cannot parse '%s' in '%s' (cores separated by ',', each A-B or A+B)",
+			    tok, arg);
+		add_core(cores, &n, &core, "--siblings");
+	}
+	free(copy);
+	if (!n)
+		die("--siblings: no cores in '%s'", arg);
+	return n;
+}
+
+/* The cores, from each CPU's topology/thread_siblings_list under @sysfs. */
+static int siblings_from_sysfs(const char *sysfs, struct core **cores)
+{
+	char *dir = path_of("%s/devices/system/cpu", sysfs), line[256];
+	struct dirent *de;
+	int n = 0, files = 0;
+	DIR *d;
+
+	d = opendir(dir);
+	if (!d)
+		die("cannot list %s: %s: name the siblings with --siblings (e.g. 0-1,2-3)", dir,
+		    strerror(errno));
+	while ((de = readdir(d))) {
+		char *p;
+		FILE *f;
+
+		if (strncmp(de->d_name, "cpu", 3) || !isdigit((unsigned char)de->d_name[3]))
+			continue;
+		p = path_of("%s/%s/topology/thread_siblings_list", dir, de->d_name);
+		f = fopen(p, "r");
+		if (f) {
+			struct core core = { 0 };
+
+			if (!fgets(line, sizeof(line), f) || !parse_cpus(trim(line), ',', &core))
+				die("%s: cannot parse '%s'", p, trim(line));
+			fclose(f);
+			add_core(cores, &n, &core, p);
+			files++;
+		}
+		free(p);
+	}
+	closedir(d);
+	if (!files)
+		die("no %s/cpu*/topology/thread_siblings_list: name the siblings with --siblings (e.g. 0-1,2-3)",
+		    dir);
+	free(dir);
+	return n;
+}
+
+/* @cpu's events, or NULL where the trace has none. */
+static const struct cpu_trace *traced_cpu(int cpu)
+{
+	return cpu < ncpus ? &cpus[cpu] : NULL;
+}
+
+/* Walk the states of @core's CPUs together, to @end, the trace's last event. */
+static void sweep_core(struct core *core, uint64_t end)
+{
+	static struct cpu_state unknown;
+	struct cpu_state **s = xrealloc(NULL, core->n * sizeof(*s));
+	size_t *pos = xrealloc(NULL, core->n * sizeof(*pos));
+	uint64_t prev = 0, t;
+	bool all;
+
+	for (int k = 0; k < core->n; k++) {
+		s[k] = &unknown;
+		pos[k] = 0;
+	}
+	for (;;) {
+		t = UINT64_MAX;
+		for (int k = 0; k < core->n; k++) {
+			const struct cpu_trace *c = traced_cpu(core->cpu[k]);
+
+			if (c && pos[k] < c->nseg && c->seg[pos[k]].t < t)
+				t = c->seg[pos[k]].t;
+		}
+		all = true;
+		for (int k = 0; k < core->n; k++)
+			all &= s[k]->known;
+		if (all && core->counted && (t == UINT64_MAX ? end : t) > prev) {
+			uint64_t dt = (t == UINT64_MAX ? end : t) - prev;
+
+			core->span += dt;
+			tally_interval(core, s, dt);
+		}
+		if (t == UINT64_MAX)
+			break;
+		for (int k = 0; k < core->n; k++) {
+			const struct cpu_trace *c = traced_cpu(core->cpu[k]);
+
+			while (c && pos[k] < c->nseg && c->seg[pos[k]].t == t)
+				s[k] = &c->seg[pos[k]++].s;
+		}
+		all = true;
+		for (int k = 0; k < core->n; k++)
+			all &= s[k]->known;
+		if (all && !core->counted) {
+			core->counted = true;
+			core->from = t;
+		}
+		prev = t;
+	}
+	free(s);
+	free(pos);
+}
+
+static uint64_t exposed(const struct tally *t)
+{
+	return t->cause[X_FULL] + t->cause[X_GUEST] + t->cause[X_DOMAIN] +
+	       (count_idle ? t->cause[X_IDLE] : 0);
+}
+
+static void print_causes(const struct tally *t, const char *idle_what)
+{
+	printf("%llu ns: full table %llu, other guest %llu, other domain %llu; %s %llu ns (%s)",
+	       (unsigned long long)exposed(t), (unsigned long long)t->cause[X_FULL],
+	       (unsigned long long)t->cause[X_GUEST], (unsigned long long)t->cause[X_DOMAIN],
+	       idle_what, (unsigned long long)t->cause[X_IDLE],
+	       count_idle ? "counted" : "not counted");
+}
+
+static const char *fmt_time(uint64_t t, int decimals, char *buf, size_t len)
+{
+	if (decimals <= 6)
+		snprintf(buf, len, "%llu.%06llu", (unsigned long long)(t / 1000000000),
+			 (unsigned long long)(t % 1000000000 / 1000));
+	else
+		snprintf(buf, len, "%llu.%09llu", (unsigned long long)(t / 1000000000),
+			 (unsigned long long)(t % 1000000000));
+	return buf;
+}
+
+static int cmp_vm_id(long long a, long long b)
+{
+	/* VM ? last. */
+	if (a == b)
+		return 0;
+	if (a == VM_NONE || b == VM_NONE)
+		return a == VM_NONE ? 1 : -1;
+	return a < b ? -1 : 1;
+}
+
+static int cmp_vm_tally(const void *a, const void *b)
+{
+	return cmp_vm_id(((const struct vm_tally *)a)->vm, ((const struct vm_tally *)b)->vm);
+}
+
+static int cmp_pair_tally(const void *a, const void *b)
+{
+	const struct pair_tally *x = a, *y = b;
+
+	return cmp_vm_id(x->vm, y->vm) ?: cmp_vm_id(x->other, y->other);
+}
+
+/*
+ * exposure TRACE: the time a guest of one VM shared its core with a
+ * sibling on the full table running a task, in guest mode of another VM,
+ * or in another VM's domain. See usage() and README.md.
+ */
+static int cmd_exposure(int argc, char **argv)
+{
+	const char *trace = NULL, *siblings = NULL, *sysfs = "/sys";
+	unsigned long long max_ns = 0;
+	bool have_max = false;
+	struct core *cores = NULL;
+	uint64_t first = 0, last = 0, total = 0, guest = 0;
+	int ncores, smt = 0, counted = 0, decimals;
+	char b1[32], b2[32];
+
+	for (int i = 0; i < argc; i++) {
+		char *end;
+
+		if (!strcmp(argv[i], "--siblings") && i + 1 < argc) {
+			siblings = argv[++i];
+		} else if (!strcmp(argv[i], "--sysfs") && i + 1 < argc) {
+			sysfs = argv[++i];
+		} else if (!strcmp(argv[i], "--count-idle")) {
+			count_idle = true;
+		} else if (!strcmp(argv[i], "--max-ns") && i + 1 < argc) {
+			errno = 0;
+			max_ns = strtoull(argv[++i], &end, 10);
+			if (errno || end == argv[i] || *end || argv[i][0] == '-')
+				die("--max-ns: not a number of ns: '%s'", argv[i]);
+			have_max = true;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			die("exposure: unknown option, or one without its value: '%s'", argv[i]);
+		} else if (trace) {
+			die("exposure takes one trace file, not '%s' too", argv[i]);
+		} else {
+			trace = argv[i];
+		}
+	}
+	if (!trace)
+		die("exposure needs a trace file (tracefs trace or trace_pipe text), or - for stdin");
+	ncores = siblings ? siblings_from_arg(siblings, &cores) :
+		 siblings_from_sysfs(sysfs, &cores);
+	read_trace(trace, &first, &last, &decimals);
+	for (int i = 0; i < ncores; i++)
+		smt += cores[i].n > 1;
+	if (!smt) {
+		printf("exposure: no SMT siblings (%d cores of one CPU each): nothing to measure\n",
+		       ncores);
+		return 4;
+	}
+
+	for (int c = 0; c < ncpus; c++)
+		build_segments(&cpus[c]);
+	for (int i = 0; i < ncores; i++) {
+		if (cores[i].n < 2)
+			continue;
+		sweep_core(&cores[i], last);
+		if (!cores[i].counted)
+			continue;
+		counted++;
+		total += exposed(&cores[i].t);
+		guest += cores[i].t.guest;
+	}
+
+	printf("exposure: %llu ns over %.6f s traced, %d cores (guest time %.6f s)\n",
+	       (unsigned long long)total, (last - first) / 1e9, counted, guest / 1e9);
+	for (int i = 0; i < ncores; i++) {
+		struct core *core = &cores[i];
+
+		if (core->n < 2)
+			continue;
+		if (!core->counted) {
+			int missing = -1;
+
+			for (int k = 0; k < core->n && missing < 0; k++)
+				if (core->cpu[k] >= ncpus || !cpus[core->cpu[k]].n)
+					missing = core->cpu[k];
+			printf("  core %s: not counted: ", core->name);
+			if (missing >= 0)
+				printf("CPU %d has no events in the trace\n", missing);
+			else
+				printf("never all its CPUs' states known at once\n");
+			continue;
+		}
+		printf("  core %s: ", core->name);
+		print_causes(&core->t, "sibling idle beside a guest");
+		printf("; from %s for %.6f s, guest time %.6f s\n",
+		       fmt_time(core->from, decimals, b1, sizeof(b1)), core->span / 1e9,
+		       core->t.guest / 1e9);
+		if (core->t.unknown)
+			printf("  core %s: of the full table, %llu ns beside a task not known yet (before its CPU's first sched_switch)\n",
+			       core->name, (unsigned long long)core->t.unknown);
+	}
+	if (nvms_x)
+		qsort(vms_x, nvms_x, sizeof(*vms_x), cmp_vm_tally);
+	for (size_t i = 0; i < nvms_x; i++) {
+		printf("  VM %s: ", vm_name(vms_x[i].vm, b1, sizeof(b1)));
+		print_causes(&vms_x[i].t, "sibling idle beside it");
+		printf("; guest time %.6f s\n", vms_x[i].t.guest / 1e9);
+	}
+	if (npairs_x)
+		qsort(pairs_x, npairs_x, sizeof(*pairs_x), cmp_pair_tally);
+	for (size_t i = 0; i < npairs_x; i++)
+		printf("  VM %s beside VM %s: %llu ns: in guest mode %llu, in its domain %llu\n",
+		       vm_name(pairs_x[i].vm, b1, sizeof(b1)),
+		       vm_name(pairs_x[i].other, b2, sizeof(b2)),
+		       (unsigned long long)(pairs_x[i].guest + pairs_x[i].domain),
+		       (unsigned long long)pairs_x[i].guest, (unsigned long long)pairs_x[i].domain);
+	for (int c = 0; c < ncpus; c++)
+		if (cpus[c].lost)
+			printf("warning: CPU %d lost events (%lu LOST lines): its state is not known from its last event before each loss to its next event\n",
+			       c, cpus[c].lost);
+	if (warn_no_domain)
+		printf("warning: %lu guest entries with no domain entered (VM ?): is ASI on?\n",
+		       warn_no_domain);
+	if (warn_entry_twice)
+		printf("warning: %lu kvm_entry with no kvm_exit since the one before on that CPU\n",
+		       warn_entry_twice);
+	if (warn_exit_only)
+		printf("note: %lu kvm_exit with no kvm_entry before it on that CPU (the trace began in guest mode): that guest time is not counted\n",
+		       warn_exit_only);
+	if (!counted) {
+		printf("exposure: no core counted (no SMT core has events on all its CPUs): nothing measured\n");
+		return 4;
+	}
+	if (have_max && total > max_ns) {
+		printf("exposure: %llu ns is over --max-ns %llu\n", (unsigned long long)total,
+		       max_ns);
+		return 1;
+	}
+	return 0;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -958,9 +1842,18 @@ static void usage(FILE *f)
 		"                     asi/secrets and the user half; exit 1 on a violation,\n"
 		"                     2 if a check could not be done (INCOMPLETE)\n"
 		"  suggest FILE|-     rank what to map from a fault log (asi/faults or asi_faults.bt)\n"
+		"  exposure [--siblings LIST] [--count-idle] [--max-ns N] TRACE|-\n"
+		"                     from an ftrace text trace of the asi, kvm_entry, kvm_exit\n"
+		"                     and sched_switch events: the time a guest of one VM ran\n"
+		"                     beside a hyperthread on the full table (not idle), in\n"
+		"                     another VM's guest or in another VM's domain. LIST: cores\n"
+		"                     separated by ',', each A-B or A+B (default: sysfs's\n"
+		"                     thread_siblings_list). Exit 1 over --max-ns, 4 no SMT\n"
+		"                     siblings or no core traced (skip)\n"
 		"A VM is named as its folder in <debugfs>/kvm (PID-FD). --debugfs DIR reads a\n"
-		"recorded copy of debugfs. Exit: 0 ok, 1 a difference or violation, 2 an error\n"
-		"(or an incomplete audit).\n",
+		"recorded copy of debugfs. Exit: 0 ok, 1 a difference or violation (or an\n"
+		"exposure over --max-ns), 2 an error (or an incomplete audit), 4 nothing to\n"
+		"measure (exposure).\n",
 		prog);
 }
 
@@ -989,6 +1882,8 @@ int main(int argc, char **argv)
 		return cmd_audit(argc - i - 1, argv + i + 1);
 	if (!strcmp(argv[i], "suggest"))
 		return cmd_suggest(argc - i - 1, argv + i + 1);
+	if (!strcmp(argv[i], "exposure"))
+		return cmd_exposure(argc - i - 1, argv + i + 1);
 	fprintf(stderr, "%s: unknown command '%s'\n", prog, argv[i]);
 	usage(stderr);
 	return 2;

@@ -8,6 +8,8 @@
 # predates asi/secrets and the pagetable's "# user half: N top-level
 # entries" line: "old-kernel" is it as recorded; the other trees were
 # edited to the current format, asi/secrets synthesized (see ../README.md).
+# exposure/: hand-written ftrace text traces of one core (CPUs 0 and 1),
+# and sysfs topology trees, for asi-pt exposure.
 # Usage: run.sh ASI_PT
 set -u
 
@@ -112,6 +114,61 @@ t suggest-bpftrace-image 0 "^   2       47     2  kernel image  *kvm_lapic_reg_w
 	suggest "$d/faults.bt.txt"
 t suggest-empty 2 "no fault records" suggest /dev/null
 t suggest-missing 2 "cannot read /nonexistent" suggest /nonexistent
+# exposure: synthetic traces of one core, CPUs 0 and 1 (data/exposure/).
+# VM 5 is in guest mode on CPU 1 from 100.000110 to 100.000610.
+x=$d/exposure
+xs="--siblings 0-1"
+t exposure-full 0 "^exposure: 500000 ns over 0.001000 s traced, 1 cores (guest time 0.000500 s)$" \
+	exposure $xs "$x/full.trace"
+t exposure-full-core 0 "^  core 0-1: 500000 ns: full table 500000, other guest 0, other domain 0; sibling idle beside a guest 0 ns (not counted); from 100.000010 for 0.000990 s" \
+	exposure $xs "$x/full.trace"
+t exposure-full-vm 0 "^  VM 5: 500000 ns: full table 500000, " exposure $xs "$x/full.trace"
+t exposure-idle 0 "^exposure: 0 ns over" exposure $xs "$x/idle.trace"
+t exposure-idle-reported 0 "sibling idle beside a guest 500000 ns (not counted)" \
+	exposure $xs "$x/idle.trace"
+t exposure-idle-counted 0 "^exposure: 500000 ns over" exposure $xs --count-idle "$x/idle.trace"
+# VM 7 on CPU 0 from 100.000060 to 100.000900, around VM 5's guest.
+t exposure-other-guest 0 "^  core 0-1: 840000 ns: full table 240000, other guest 500000, other domain 100000;" \
+	exposure $xs "$x/other-guest.trace"
+t exposure-other-guest-pair 0 "^  VM 7 beside VM 5: 600000 ns: in guest mode 500000, in its domain 100000$" \
+	exposure $xs "$x/other-guest.trace"
+t exposure-other-guest-pair2 0 "^  VM 5 beside VM 7: 500000 ns: in guest mode 500000, in its domain 0$" \
+	exposure $xs "$x/other-guest.trace"
+t exposure-same-vm 0 "^exposure: 0 ns over 0.001000 s traced, 1 cores (guest time 0.001100 s)$" \
+	exposure $xs "$x/same-vm.trace"
+# A fallback on CPU 0 at 100.000300, back on VM 5's table at 100.000420
+# (the asi_enter after kvm_entry, as the kernel has it).
+t exposure-fallback 0 "^exposure: 120000 ns over .*(guest time 0.001470 s)$" \
+	exposure $xs "$x/fallback.trace"
+t exposure-unknown-task 0 "of the full table, 1500 ns beside a task not known yet" \
+	exposure $xs "$x/unknown-task.trace"
+t exposure-ns-clock 0 "from 200.000000100 for" exposure $xs "$x/unknown-task.trace"
+t exposure-no-domain 0 "^warning: 1 guest entries with no domain entered (VM ?)" \
+	exposure $xs "$x/unknown-task.trace"
+t exposure-lost 0 "^  core 0-1: 200000 ns: .*from 300.000300 for 0.000410 s" \
+	exposure $xs "$x/lost.trace"
+t exposure-lost-warning 0 "^warning: CPU 1 lost events (1 LOST lines)" exposure $xs "$x/lost.trace"
+t exposure-began-in-guest 0 "^note: 1 kvm_exit with no kvm_entry before it" \
+	exposure $xs "$x/lost.trace"
+t exposure-formats 0 "^exposure: 500000 ns over 0.001000 s traced, 1 cores" \
+	exposure $xs "$x/formats.trace"
+t exposure-max-over 1 "500000 ns is over --max-ns 499999" \
+	exposure $xs --max-ns 499999 "$x/full.trace"
+t exposure-max-ok 0 "^exposure: 500000 ns" exposure $xs --max-ns 500000 "$x/full.trace"
+t exposure-sysfs 0 "^exposure: 500000 ns" exposure --sysfs "$x/sysfs-smt" "$x/full.trace"
+t exposure-no-smt 4 "^exposure: no SMT siblings" exposure --siblings 0,1 "$x/full.trace"
+t exposure-no-smt-sysfs 4 "^exposure: no SMT siblings" exposure --sysfs "$x/sysfs-nosmt" "$x/full.trace"
+t exposure-no-core-traced 4 "core 2-3: not counted: CPU 2 has no events" \
+	exposure --siblings 2-3 "$x/full.trace"
+t exposure-no-topology 2 "name the siblings with --siblings" exposure --sysfs /nonexistent "$x/full.trace"
+t exposure-malformed 2 "malformed.trace:16: cannot parse 'this is not a trace line'" \
+	exposure $xs "$x/malformed.trace"
+t exposure-backwards 2 "backwards.trace:17: CPU 1's time goes backwards" \
+	exposure $xs "$x/backwards.trace"
+t exposure-bad-siblings 2 "--siblings: cannot parse '0-1x'" exposure --siblings 0-1x "$x/full.trace"
+t exposure-no-trace 2 "exposure needs a trace file" exposure $xs
+t exposure-empty 2 "no events" exposure $xs /dev/null
+
 t unknown-command 2 "unknown command 'bogus'" bogus
 t no-command 2 "usage:"
 t help 0 "audit \[VM...\]" --help
