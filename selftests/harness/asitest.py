@@ -743,6 +743,10 @@ def cmd_check(args):
     # KVM stays away cleanly.
     run_suite_boot(args, results, "asi-on-nosvm", "asi=on", "nosvm",
                    timeout=300, cpu="max,-svm")
+    # Two hyperthreads of one core: the SMT exposure, measured from a
+    # trace (asi_smt_exposure.sh).
+    run_suite_boot(args, results, "asi-on-smt", "asi=on", "smt", timeout=600,
+                   kunit=False, smp="2,sockets=1,cores=1,threads=2")
     # The image with bpftrace (scripts/image-bpf.sh): its scripts, live.
     run_suite_boot(args, results, "asi-on-bpf", "asi=on", "bpf", timeout=900,
                    kunit=False, image_name="bpf", idle_timeout=idle)
@@ -853,7 +857,8 @@ def main():
     b.add_argument("--machine", default="qemu", choices=["qemu", "bochs"],
                    help="qemu (default) or bochs (Haswell: VMX, PCID; the kernel "
                    "and initramfs go on an ISO)")
-    b.add_argument("--smp", type=int, help="CPUs (QEMU: 2, Bochs: 1)")
+    b.add_argument("--smp", help="CPUs (QEMU: 2, Bochs: 1), or QEMU's full -smp value, "
+                   "e.g. 2,sockets=1,cores=1,threads=2")
     b.add_argument("--accel", default="tcg,thread=single",
                    help="QEMU -accel (default: single-threaded TCG)")
     b.add_argument("--mem", help="memory (QEMU: 4G, Bochs: 2G)")
