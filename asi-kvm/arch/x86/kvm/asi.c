@@ -1159,11 +1159,25 @@ static const struct file_operations kvm_asi_faults_fops = {
  * the first page of that VM's struct kvm into this VM's domain, a planted
  * violation of invariant 1, for as long as the file stays open. Both VMs
  * are pinned meanwhile; closing the file unmaps the page. Writing
- * "secret" maps the first page of the kernel's ro_after_init secrets
- * instead (see asi/secrets).
+ * "secret" maps the page of the kernel's ro_after_init secrets that holds
+ * the kmalloc cache seed instead (see asi/secrets).
  */
 static DEFINE_MUTEX(kvm_asi_plant_lock);
 static char kvm_asi_planted_secret;
+
+/*
+ * The page of the kmalloc cache seed, one of the ro_after_init secrets
+ * (exported, unlike the section's bounds, so that KVM built as modules
+ * reaches it), or NULL without random kmalloc caches.
+ */
+static void *kvm_asi_secret_page(void)
+{
+#ifdef CONFIG_RANDOM_KMALLOC_CACHES
+	return (void *)PAGE_ALIGN_DOWN((unsigned long)&random_kmalloc_seed);
+#else
+	return NULL;
+#endif
+}
 
 static int kvm_asi_plant_open(struct inode *inode, struct file *file)
 {
@@ -1193,10 +1207,9 @@ static ssize_t kvm_asi_plant_write(struct file *file, const char __user *ubuf,
 		goto out;
 	if (!strcmp(buf, "secret")) {
 		err = -ENOENT;
-		if ((unsigned long)__end_ro_after_init_secret ==
-		    (unsigned long)__start_ro_after_init_secret)
+		if (!kvm_asi_secret_page())
 			goto out;
-		err = asi_map(kvm->arch.asi, __start_ro_after_init_secret, PAGE_SIZE,
+		err = asi_map(kvm->arch.asi, kvm_asi_secret_page(), PAGE_SIZE,
 			      "planted secret (test hook)");
 		if (!err)
 			file->private_data = &kvm_asi_planted_secret;
@@ -1231,7 +1244,7 @@ static int kvm_asi_plant_release(struct inode *inode, struct file *file)
 	struct kvm *kvm = inode->i_private, *victim = file->private_data;
 
 	if (file->private_data == &kvm_asi_planted_secret) {
-		asi_unmap(kvm->arch.asi, __start_ro_after_init_secret, PAGE_SIZE);
+		asi_unmap(kvm->arch.asi, kvm_asi_secret_page(), PAGE_SIZE);
 		victim = NULL;
 	}
 	if (victim) {
