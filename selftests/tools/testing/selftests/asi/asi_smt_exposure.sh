@@ -61,7 +61,8 @@ rc=$?
 cat /tmp/asi_smt.out
 case $rc in
 0)	;;
-4)	echo "SKIP: asi-pt exposure measured nothing (no siblings, or no core with events on both)"; exit 4 ;;
+4)	echo "SKIP: asi-pt exposure measured nothing (no siblings, or no core traced)"
+	exit 4 ;;
 *)	echo "FAIL: asi-pt exposure exited $rc"; exit 1 ;;
 esac
 ns=$(sed -n 's/^exposure: \([0-9]*\) ns.*/\1/p' /tmp/asi_smt.out)

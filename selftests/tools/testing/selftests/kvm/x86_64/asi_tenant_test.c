@@ -247,14 +247,17 @@ static void test_ldr_storm(uint32_t toggles, bool on)
 	 * has them, with ASI or without) are among them.
 	 */
 	ticks = bloc1 - bloc0;
-	ksft_print_msg("ldr_storm: toggles=%u cpu1_tlb=%lu cpu1_cal=%lu cpu1_loc=%lu other_vm_asi_exits_interrupt=%lu cpu1_loc_during_other_vm=%lu asi=%s\n",
-		       toggles, x, y, loc1 - loc0, z, ticks, on ? "on" : "off");
+	ksft_print_msg("ldr_storm: toggles=%u cpu1_tlb=%lu cpu1_cal=%lu cpu1_loc=%lu asi=%s\n",
+		       toggles, x, y, loc1 - loc0, on ? "on" : "off");
+	ksft_print_msg("ldr_storm: other_vm_asi_exits_interrupt=%lu cpu1_loc_during_other_vm=%lu\n",
+		       z, ticks);
 	kvm_vm_free(vm_b);
 	kvm_vm_free(vm_a);
 
 	if (x + y > limit || z > ticks + limit) {
-		ksft_print_msg("ldr_storm: TLB + CAL on CPU 1 %lu, VM B's interrupt exits %lu beyond its %lu timer ticks: limit %lu\n",
-			       x + y, z > ticks ? z - ticks : 0, ticks, limit);
+		ksft_print_msg("ldr_storm: TLB + CAL on CPU 1 %lu, limit %lu\n", x + y, limit);
+		ksft_print_msg("ldr_storm: VM B's interrupt exits beyond its %lu ticks %lu\n",
+			       ticks, z > ticks ? z - ticks : 0);
 		ksft_print_msg("ldr_storm: VM A's unmaps interrupted CPUs outside its domain\n");
 		ksft_test_result_fail("ldr_storm\n");
 	} else {
@@ -501,7 +504,7 @@ static void guest_ioapic_reader(void)
 	for (round = 0; round < 2; round++) {
 		GUEST_SYNC(round);
 		for (i = 0; i < IOAPIC_READS; i++)
-			(void)READ_ONCE(*(volatile uint32_t *)IOAPIC_GPA);
+			(void)READ_ONCE(*(uint32_t *)IOAPIC_GPA);
 	}
 	GUEST_DONE();
 }
@@ -550,7 +553,7 @@ static void test_two_vms_one_process(bool on)
 	vm_asi_path(vm_a, "translate", path, sizeof(path));
 	if (access(path, F_OK)) {
 		kvm_vm_free(vm_a);
-		ksft_test_result_skip("two_vms_one_process: no asi/translate (a kernel without the KUnit tests)\n");
+		ksft_test_result_skip("two_vms_one_process: no asi/translate (no KUnit tests)\n");
 		return;
 	}
 	mem_a = addr_gva2hva(vm_a, (vm_vaddr_t)&release);
@@ -573,17 +576,22 @@ static void test_two_vms_one_process(bool on)
 	stacks_b = count_mappings(vm_b, "vCPU task");
 	run_to(vcpu_b, UCALL_DONE);
 
-	ksft_print_msg("two_vms_one_process: cost: VM A's in-kernel MMIO exits: alone %lu fallbacks in %lu exits, beside VM B %lu in %lu\n",
-		       fb_alone, exits_alone, fb_two, exits_two);
+	ksft_print_msg("two_vms_one_process: cost: A's MMIO fallbacks/exits alone %lu/%lu\n",
+		       fb_alone, exits_alone);
+	ksft_print_msg("two_vms_one_process: cost: A's MMIO fallbacks/exits beside B %lu/%lu\n",
+		       fb_two, exits_two);
 
-	ksft_print_msg("two_vms_one_process: A alone translates its memory: %s; with B: A's %s, B's %s, B its own %s; user lines A %d B %d; vCPU task ranges A %d B %d\n",
-		       alone ? "yes" : "no", own ? "yes" : "no", other ? "yes" : "no",
-		       own_after ? "yes" : "no", user_a, user_b, stacks_a, stacks_b);
+	ksft_print_msg("two_vms_one_process: A alone translates its memory: %s\n",
+		       alone ? "yes" : "no");
+	ksft_print_msg("two_vms_one_process: with B: A's %s, B's %s, B its own %s\n",
+		       own ? "yes" : "no", other ? "yes" : "no", own_after ? "yes" : "no");
+	ksft_print_msg("two_vms_one_process: user lines A %d B %d; vCPU task ranges A %d B %d\n",
+		       user_a, user_b, stacks_a, stacks_b);
 	kvm_vm_free(vm_b);
 	kvm_vm_free(vm_a);
 
 	if (!alone || other || own || own_after || user_a || user_b || stacks_a || stacks_b != 2) {
-		ksft_print_msg("two_vms_one_process: expected: A alone yes; with B: no, no, no; user lines 0 0; vCPU task ranges A 0 B 2\n");
+		ksft_print_msg("two_vms_one_process: expected: yes; no, no, no; 0 0; A 0 B 2\n");
 		ksft_test_result_fail("two_vms_one_process\n");
 	} else {
 		ksft_test_result_pass("two_vms_one_process\n");
