@@ -604,7 +604,7 @@ void *kvm_asi_vcalloc(struct kvm *kvm, size_t n, size_t size, const char *owner)
  * @n: @n given to kvm_asi_vcalloc()
  * @size: @size given to kvm_asi_vcalloc()
  *
- * Flushes every CPU before the array is freed.
+ * Flushes as asi_unmap() does before the array is freed.
  */
 void kvm_asi_vfree(struct kvm *kvm, void *p, size_t n, size_t size)
 {
