@@ -978,13 +978,14 @@ static int cmd_suggest(int argc, char **argv)
 
 enum ev_type {
 	EV_OTHER, EV_LOST, EV_ASI_ENTER, EV_ASI_EXIT, EV_ASI_FAULT,
-	EV_KVM_ENTRY, EV_KVM_EXIT, EV_SWITCH,
+	EV_KVM_ENTRY, EV_KVM_EXIT, EV_SWITCH, EV_GUEST_START, EV_GUEST_END,
 };
 
 struct ev {
 	uint64_t t;		/* ns */
 	long long arg;		/* the domain, or sched_switch's next_pid */
 	enum ev_type type;
+	size_t seq;		/* the order read, for place_windows() */
 };
 
 enum table { T_FULL, T_RESTRICTED, T_RELAXED };
@@ -1012,6 +1013,8 @@ struct cpu_trace {
 	struct seg *seg;
 	size_t nseg;
 	unsigned long lost;	/* LOST lines */
+	unsigned long windows;	/* asi_guest events: guest mode from them alone */
+	uint64_t last;		/* the last line's timestamp */
 };
 
 /*
@@ -1072,7 +1075,8 @@ static void ev_add(struct cpu_trace *c, uint64_t t, enum ev_type type, long long
 		c->cap = c->cap ? 2 * c->cap : 256;
 		c->ev = xrealloc(c->ev, c->cap * sizeof(*c->ev));
 	}
-	c->ev[c->n++] = (struct ev){ t, arg, type };
+	c->ev[c->n] = (struct ev){ .t = t, .arg = arg, .type = type, .seq = c->n };
+	c->n++;
 }
 
 /* "SECONDS.FRACTION:", 1 to 9 decimals, in ns; *@decimals: how many. */
@@ -1206,6 +1210,22 @@ static size_t read_trace(const char *path, uint64_t *first, uint64_t *last, int 
 			type = !strcmp(event, "asi_enter") ? EV_ASI_ENTER :
 			       !strcmp(event, "asi_exit") ? EV_ASI_EXIT : EV_ASI_FAULT;
 			arg = dom;
+		} else if (!strcmp(event, "asi_guest")) {
+			unsigned long long entry_ago, exit_ago;
+
+			if (sscanf(payload, "domain=%u entry_ago_ns=%llu exit_ago_ns=%llu", &dom,
+				   &entry_ago, &exit_ago) != 3 || exit_ago > entry_ago)
+				die("%s:%lu: asi_guest without domain=, entry_ago_ns=, exit_ago_ns=: '%s'",
+				    path, lineno, copy);
+			/*
+			 * The window lies before the event: its two ends are
+			 * placed where they belong once every event is read.
+			 */
+			c = cpu_trace(cpu);
+			c->windows++;
+			ev_add(c, t > entry_ago ? t - entry_ago : 0, EV_GUEST_START, dom);
+			ev_add(c, t > exit_ago ? t - exit_ago : 0, EV_GUEST_END, dom);
+			continue;
 		} else if (!strcmp(event, "kvm_entry")) {
 			type = EV_KVM_ENTRY;
 		} else if (!strcmp(event, "kvm_exit")) {
@@ -1225,12 +1245,13 @@ static size_t read_trace(const char *path, uint64_t *first, uint64_t *last, int 
 			type = EV_OTHER;
 		}
 		c = cpu_trace(cpu);
-		if (c->n && t < c->ev[c->n - 1].t)
+		if (c->n && t < c->last)
 			die("%s:%lu: CPU %d's time goes backwards (%llu.%09llu after %llu.%09llu): '%s'",
 			    path, lineno, cpu, (unsigned long long)(t / 1000000000),
 			    (unsigned long long)(t % 1000000000),
-			    (unsigned long long)(c->ev[c->n - 1].t / 1000000000),
-			    (unsigned long long)(c->ev[c->n - 1].t % 1000000000), copy);
+			    (unsigned long long)(c->last / 1000000000),
+			    (unsigned long long)(c->last % 1000000000), copy);
+		c->last = t;
 		ev_add(c, t, type, arg);
 		if (!events || t < *first)
 			*first = t;
@@ -1250,6 +1271,33 @@ static size_t read_trace(const char *path, uint64_t *first, uint64_t *last, int 
 		die("%s: no events (is tracing on, with the asi, kvm_entry, kvm_exit and sched_switch events?)",
 		    path);
 	return events;
+}
+
+/* Events by time; at the same instant, in the order they were added. */
+static int cmp_ev(const void *a, const void *b)
+{
+	const struct ev *x = a, *y = b;
+
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/*
+ * A CPU with asi_guest events: guest mode is their windows (the guest's
+ * time to the instruction), kvm_entry and kvm_exit only mark the entry
+ * code around it. The windows' ends join the other events in time order.
+ */
+static void place_windows(struct cpu_trace *c)
+{
+	if (!c->windows)
+		return;
+	for (size_t i = 0; i < c->n; i++) {
+		c->ev[i].seq = i;
+		if (c->ev[i].type == EV_KVM_ENTRY || c->ev[i].type == EV_KVM_EXIT)
+			c->ev[i].type = EV_OTHER;
+	}
+	qsort(c->ev, c->n, sizeof(*c->ev), cmp_ev);
 }
 
 /*
@@ -1333,6 +1381,15 @@ static void build_segments(struct cpu_trace *c)
 			break;
 		case EV_SWITCH:
 			s.task = e->arg ? TASK_BUSY : TASK_IDLE;
+			break;
+		case EV_GUEST_START:
+			if (s.guest)
+				warn_entry_twice++;
+			s.guest = true;
+			s.vm = e->arg;
+			break;
+		case EV_GUEST_END:
+			s.guest = false;
 			break;
 		default:
 			break;
@@ -1420,8 +1477,8 @@ static void tally_pairs(const struct core *core, struct cpu_state **s, long long
 	}
 }
 
-/* Add @dt ns of the core's CPUs in states @s to the tallies. */
-static void tally_interval(struct core *core, struct cpu_state **s, uint64_t dt)
+/* Add @dt ns of the core's CPUs in states @s to the tallies; the cause. */
+static enum cause tally_interval(struct core *core, struct cpu_state **s, uint64_t dt)
 {
 	enum cause worst = X_NONE, w;
 	bool unknown = false, known_full = false, unk, seen;
@@ -1455,6 +1512,39 @@ static void tally_interval(struct core *core, struct cpu_state **s, uint64_t dt)
 	core->t.cause[worst] += dt;
 	if (worst == X_FULL && unknown && !known_full)
 		core->t.unknown += dt;
+	return worst;
+}
+
+static const char *const cause_names[NR_CAUSES] = {
+	[X_NONE] = "none", [X_IDLE] = "idle", [X_DOMAIN] = "other domain",
+	[X_GUEST] = "other guest", [X_FULL] = "full table",
+};
+
+static unsigned long list_max, listed;
+
+static const char *fmt_time(uint64_t t, int decimals, char *buf, size_t len);
+
+/* --list: one line per exposed interval, each CPU's state in it. */
+static void list_interval(const struct core *core, struct cpu_state **s, uint64_t from,
+			  uint64_t dt, enum cause cause, int decimals)
+{
+	static const char *const tables[] = { "full", "restricted", "relaxed" };
+	static const char *const tasks[] = { "?", "idle", "task" };
+	char b[32];
+
+	if (listed++ >= list_max)
+		return;
+	printf("  exposed at %s for %llu ns (%s):", fmt_time(from, decimals, b, sizeof(b)),
+	       (unsigned long long)dt, cause_names[cause]);
+	for (int k = 0; k < core->n; k++) {
+		printf(" CPU %d %s", core->cpu[k], tables[s[k]->table]);
+		if (s[k]->table != T_FULL)
+			printf(" %lld", s[k]->domain);
+		printf(" %s", tasks[s[k]->task]);
+		if (s[k]->guest)
+			printf(" guest %lld", s[k]->vm);
+		printf(k + 1 < core->n ? ";" : "\n");
+	}
 }
 
 /* Items "N" or "N-M" separated by @sep, into @core's CPUs. */
@@ -1601,7 +1691,7 @@ static const struct cpu_trace *traced_cpu(int cpu)
 }
 
 /* Walk the states of @core's CPUs together, to @end, the trace's last event. */
-static void sweep_core(struct core *core, uint64_t end)
+static void sweep_core(struct core *core, uint64_t end, int decimals)
 {
 	static struct cpu_state unknown;
 	struct cpu_state **s = xrealloc(NULL, core->n * sizeof(*s));
@@ -1627,8 +1717,12 @@ static void sweep_core(struct core *core, uint64_t end)
 		if (all && core->counted && (t == UINT64_MAX ? end : t) > prev) {
 			uint64_t dt = (t == UINT64_MAX ? end : t) - prev;
 
+			enum cause w;
+
 			core->span += dt;
-			tally_interval(core, s, dt);
+			w = tally_interval(core, s, dt);
+			if (w == X_FULL || w == X_GUEST || w == X_DOMAIN || (w == X_IDLE && count_idle))
+				list_interval(core, s, prev, dt, w, decimals);
 		}
 		if (t == UINT64_MAX)
 			break;
@@ -1712,6 +1806,7 @@ static int cmd_exposure(int argc, char **argv)
 	struct core *cores = NULL;
 	uint64_t first = 0, last = 0, total = 0, guest = 0;
 	int ncores, smt = 0, counted = 0, decimals;
+	unsigned long windows = 0;
 	char b1[32], b2[32];
 
 	for (int i = 0; i < argc; i++) {
@@ -1723,6 +1818,11 @@ static int cmd_exposure(int argc, char **argv)
 			sysfs = argv[++i];
 		} else if (!strcmp(argv[i], "--count-idle")) {
 			count_idle = true;
+		} else if (!strcmp(argv[i], "--list") && i + 1 < argc) {
+			errno = 0;
+			list_max = strtoul(argv[++i], &end, 10);
+			if (errno || end == argv[i] || *end || argv[i][0] == '-')
+				die("--list: not a number of intervals: '%s'", argv[i]);
 		} else if (!strcmp(argv[i], "--max-ns") && i + 1 < argc) {
 			errno = 0;
 			max_ns = strtoull(argv[++i], &end, 10);
@@ -1750,12 +1850,15 @@ static int cmd_exposure(int argc, char **argv)
 		return 4;
 	}
 
-	for (int c = 0; c < ncpus; c++)
+	for (int c = 0; c < ncpus; c++) {
+		place_windows(&cpus[c]);
 		build_segments(&cpus[c]);
+		windows += cpus[c].windows;
+	}
 	for (int i = 0; i < ncores; i++) {
 		if (cores[i].n < 2)
 			continue;
-		sweep_core(&cores[i], last);
+		sweep_core(&cores[i], last, decimals);
 		if (!cores[i].counted)
 			continue;
 		counted++;
@@ -1765,6 +1868,9 @@ static int cmd_exposure(int argc, char **argv)
 
 	printf("exposure: %llu ns over %.6f s traced, %d cores (guest time %.6f s)\n",
 	       (unsigned long long)total, (last - first) / 1e9, counted, guest / 1e9);
+	printf("  guest mode from %s\n", windows ?
+	       "asi_guest windows (VM-entry to VM-exit), where a CPU has them" :
+	       "kvm_entry to kvm_exit");
 	for (int i = 0; i < ncores; i++) {
 		struct core *core = &cores[i];
 
@@ -1842,7 +1948,7 @@ static void usage(FILE *f)
 		"                     asi/secrets and the user half; exit 1 on a violation,\n"
 		"                     2 if a check could not be done (INCOMPLETE)\n"
 		"  suggest FILE|-     rank what to map from a fault log (asi/faults or asi_faults.bt)\n"
-		"  exposure [--siblings LIST] [--count-idle] [--max-ns N] TRACE|-\n"
+		"  exposure [--siblings LIST] [--count-idle] [--max-ns N] [--list N] TRACE|-\n"
 		"                     from an ftrace text trace of the asi, kvm_entry, kvm_exit\n"
 		"                     and sched_switch events: the time a guest of one VM ran\n"
 		"                     beside a hyperthread on the full table (not idle), in\n"

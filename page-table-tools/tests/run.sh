@@ -156,6 +156,18 @@ t exposure-max-over 1 "500000 ns is over --max-ns 499999" \
 	exposure $xs --max-ns 499999 "$x/full.trace"
 t exposure-max-ok 0 "^exposure: 500000 ns" exposure $xs --max-ns 500000 "$x/full.trace"
 t exposure-sysfs 0 "^exposure: 500000 ns" exposure --sysfs "$x/sysfs-smt" "$x/full.trace"
+# asi_guest windows: VM 5's guest ran from 100.000200 to 100.000550 on
+# CPU 1 (kvm_entry and kvm_exit lie outside), CPU 0 ran make until
+# 100.000300.
+t exposure-window 0 "^exposure: 100000 ns over 0.001000 s traced, 1 cores (guest time 0.000350 s)$" \
+	exposure $xs "$x/window.trace"
+t exposure-window-source 0 "^  guest mode from asi_guest windows" exposure $xs "$x/window.trace"
+t exposure-kvm-source 0 "^  guest mode from kvm_entry to kvm_exit$" exposure $xs "$x/full.trace"
+t exposure-list 0 "^  exposed at 100.000110 for 500000 ns (other guest): CPU 0 restricted 7 task guest 7; CPU 1 restricted 5 task guest 5$" \
+	exposure $xs --list 5 "$x/other-guest.trace"
+t exposure-list-bad 2 "^asi-pt: --list: not a number" exposure $xs --list x "$x/full.trace"
+t exposure-window-bad 2 "asi_guest without domain=, entry_ago_ns=, exit_ago_ns=" \
+	exposure $xs "$x/window-bad.trace"
 t exposure-no-smt 4 "^exposure: no SMT siblings" exposure --siblings 0,1 "$x/full.trace"
 t exposure-no-smt-sysfs 4 "^exposure: no SMT siblings" exposure --sysfs "$x/sysfs-nosmt" "$x/full.trace"
 t exposure-no-core-traced 4 "core 2-3: not counted: CPU 2 has no events" \

@@ -743,10 +743,11 @@ def cmd_check(args):
     # KVM stays away cleanly.
     run_suite_boot(args, results, "asi-on-nosvm", "asi=on", "nosvm",
                    timeout=300, cpu="max,-svm")
-    # Two hyperthreads of one core: the SMT exposure, measured from a
-    # trace (asi_smt_exposure.sh).
-    run_suite_boot(args, results, "asi-on-smt", "asi=on", "smt", timeout=600,
-                   kunit=False, smp="2,sockets=1,cores=1,threads=2")
+    # Two hyperthreads of one core, ASI's sibling protocol on: KUnit, the
+    # exits, and the SMT exposure measured from a trace with the protocol
+    # on and off (asi_smt_exposure.sh).
+    run_suite_boot(args, results, "asi-on-smt", "asi=on", "smt", timeout=900,
+                   smp="2,sockets=1,cores=1,threads=2")
     # The image with bpftrace (scripts/image-bpf.sh): its scripts, live.
     run_suite_boot(args, results, "asi-on-bpf", "asi=on", "bpf", timeout=900,
                    kunit=False, image_name="bpf", idle_timeout=idle)

@@ -24,7 +24,9 @@
 
 #include <kunit/visibility.h>
 #include <linux/asi.h>
+#include <linux/cpuhotplug.h>
 #include <linux/debugfs.h>
+#include <linux/delay.h>
 #include <linux/kasan.h>
 #include <linux/init.h>
 #include <linux/math64.h>
@@ -44,6 +46,8 @@
 #include <asm/apic.h>
 #include <asm/cpu_entry_area.h>
 #include <asm/fixmap.h>
+#include <asm/irq_vectors.h>
+#include <asm/msr.h>
 #include <asm/pgalloc.h>
 #include <asm/processor.h>
 #include <asm/sections.h>
@@ -54,6 +58,12 @@
 
 #define CREATE_TRACE_POINTS
 #include <trace/events/asi.h>
+
+/* TSC cycles in ns, for the asi_guest event (0 without a known TSC rate). */
+u64 asi_tsc_to_ns(u64 cycles)
+{
+	return tsc_khz ? mul_u64_u32_div(cycles, USEC_PER_SEC, tsc_khz) : 0;
+}
 
 #include "mm_internal.h"
 
@@ -1605,6 +1615,176 @@ EXPORT_SYMBOL_GPL(asi_test_translates);
 #endif
 
 /*
+ * SMT siblings (see asm/asi.h, and "SMT" in Documentation/arch/x86/asi.rst).
+ *
+ * Each CPU publishes what it may bring into its core's caches, @state:
+ * ASI_SMT_FULL (the full table, or not known), ASI_SMT_QUIESCENT (halted
+ * in idle: nothing), or the domain whose table it runs on; and @guest, the
+ * domain whose guest it runs or is about to run. The rule: while a CPU's
+ * @guest is D, its sibling's @state is D or quiescent, or the sibling
+ * waits for it and touches nothing but this structure.
+ *
+ * Each side is a store, a full barrier and a load of the other side's
+ * variable, so that at least one of the two sees the other:
+ *
+ *  - the gate (asi_smt_guest_enter()) sets @guest, then reads the
+ *    sibling's @state: unless it is D or quiescent, the entry is
+ *    cancelled;
+ *  - a CPU about to run on anything else (asi_smt_leave()) sets @state,
+ *    then reads the sibling's @guest: if set, it kicks the sibling (an
+ *    IPI: a guest exits on a host interrupt) and spins until the
+ *    sibling's @guest is clear again.
+ *
+ * @guest stays set from the gate until KVM has traced the exit: the
+ * entry and exit code around the guest may fall back and so leave in turn.
+ * Two CPUs that each wait for the other would wait forever: of two waiting
+ * CPUs that both hold @guest, the lower-numbered one goes on (the other
+ * still waits, touching nothing), and asi_smt_guest_check() lets a CPU
+ * enter its guest beside a sibling that waits for it.
+ *
+ * Every CPU's structure is in ASI's per-CPU section, which every domain
+ * maps, and the kick writes the local APIC directly (the xAPIC page is in
+ * the always-mapped set): nothing here can fall back.
+ */
+#define ASI_SMT_FULL		0UL
+#define ASI_SMT_QUIESCENT	1UL
+
+/**
+ * struct asi_smt - a CPU's side of the SMT protocol (per-CPU, always mapped)
+ * @state: ASI_SMT_FULL, ASI_SMT_QUIESCENT or the domain of the CPU's table
+ * @guest: the domain whose guest the CPU runs or is about to, or NULL
+ * @waiting: nesting count of asi_smt_leave()'s wait (an NMI may nest)
+ * @kicked: the sibling kicked this CPU out of its guest
+ * @sibling: the other CPU of the core, NULL while it is offline
+ * @sibling_flush: the sibling's asi_cpu.need_flush
+ * @cpu: this CPU
+ * @apicid: this CPU's APIC ID
+ * @sibling_apicid: the sibling's
+ * @x2apic: the local APIC is in x2APIC mode
+ * @timeout: TSC cycles after which a wait gives up (with a count)
+ * @win_start: TSC at the first VM-entry of the current run (tracing only)
+ * @win_end: TSC at the last VM-exit (tracing only)
+ * @kicks: kicks sent to the sibling
+ * @waits: waits for the sibling to leave guest mode
+ * @wait_cycles: TSC cycles spent in them
+ * @timeouts: waits that gave up
+ * @proceeds: waits ended because both CPUs waited (this is the lower)
+ * @refusals: VM-entries the gate refused
+ * @self_kicks: VM-entries made to exit at once (asi_smt_guest_check())
+ */
+struct asi_smt {
+	unsigned long state;
+	struct asi *guest;
+	int waiting;
+	bool kicked;
+	struct asi_smt *sibling;
+	bool *sibling_flush;
+	unsigned int cpu;
+	u32 apicid;
+	u32 sibling_apicid;
+	bool x2apic;
+	u64 timeout;
+	u64 win_start;
+	u64 win_end;
+	unsigned long kicks;
+	unsigned long waits;
+	unsigned long wait_cycles;
+	unsigned long timeouts;
+	unsigned long proceeds;
+	unsigned long refusals;
+	unsigned long self_kicks;
+};
+
+static DEFINE_PER_CPU_ASI(struct asi_smt, asi_smt);
+DEFINE_STATIC_KEY_FALSE(asi_smt_key);
+EXPORT_SYMBOL_GPL(asi_smt_key);
+DEFINE_STATIC_KEY_FALSE(asi_guest_trace_key);
+EXPORT_SYMBOL_GPL(asi_guest_trace_key);
+
+/*
+ * A fixed IPI to @apicid, as KVM's kick sends it (the reschedule vector: a
+ * guest exits on it, the host's handler does nothing harmful). Written
+ * here rather than through the APIC driver, which reads data no domain
+ * maps. In xAPIC mode the ICR takes two writes: an NMI may land between
+ * an interrupted sender's two, so ICR2 is put back.
+ */
+static __always_inline void asi_smt_ipi(struct asi_smt *me, u32 apicid)
+{
+	u32 *icr = (u32 *)(APIC_BASE + APIC_ICR);
+	u32 *icr2 = (u32 *)(APIC_BASE + APIC_ICR2);
+	u32 old;
+
+	if (me->x2apic) {
+		/* As x2apic_send_IPI(): x2APIC MSR writes do not serialize. */
+		alternative("mfence; lfence", "", ALT_NOT(X86_FEATURE_APIC_MSRS_FENCE));
+		native_wrmsrl(APIC_BASE_MSR + (APIC_ICR >> 4),
+			      (u64)apicid << 32 | APIC_DEST_PHYSICAL | APIC_DM_FIXED |
+			      RESCHEDULE_VECTOR);
+		return;
+	}
+	while (READ_ONCE(*icr) & APIC_ICR_BUSY)
+		cpu_relax();
+	old = READ_ONCE(*icr2);
+	WRITE_ONCE(*icr2, SET_XAPIC_DEST_FIELD(apicid));
+	WRITE_ONCE(*icr, APIC_DEST_PHYSICAL | APIC_DM_FIXED | RESCHEDULE_VECTOR);
+	WRITE_ONCE(*icr2, old);
+}
+
+/*
+ * This CPU is about to bring what no domain of its sibling's guest may
+ * see into the core's caches: it runs on the full table from now on. If
+ * the sibling runs a guest, kick it out of guest mode and wait until it is
+ * out. Noinstr, IRQs off, before anything the restricted table lacks.
+ */
+static __always_inline void asi_smt_leave(void)
+{
+	struct asi_smt *me, *sib;
+	u64 t0;
+
+	if (!static_branch_unlikely(&asi_smt_key))
+		return;
+	me = raw_cpu_ptr(&asi_smt);
+	WRITE_ONCE(me->state, ASI_SMT_FULL);
+	sib = READ_ONCE(me->sibling);
+	if (!sib)
+		return;
+	/* The state before the sibling's guest mark: see the gate. */
+	smp_mb();
+	/* What this CPU brings in, the sibling's next VM-entry flushes. */
+	WRITE_ONCE(*me->sibling_flush, true);
+	if (!READ_ONCE(sib->guest))
+		return;
+	WRITE_ONCE(sib->kicked, true);
+	asi_smt_ipi(me, me->sibling_apicid);
+	me->kicks++;
+	WRITE_ONCE(me->waiting, me->waiting + 1);
+	/* Waiting, before the sibling's waiting is read in the loop. */
+	smp_mb();
+	t0 = rdtsc();
+	while (READ_ONCE(sib->guest)) {
+		if (READ_ONCE(me->guest) && READ_ONCE(sib->waiting) && me->cpu < sib->cpu) {
+			me->proceeds++;
+			break;
+		}
+		if (rdtsc() - t0 > me->timeout) {
+			me->timeouts++;
+			break;
+		}
+		cpu_relax();
+	}
+	me->wait_cycles += rdtsc() - t0;
+	me->waits++;
+	WRITE_ONCE(me->waiting, me->waiting - 1);
+}
+
+/* Back on domain @asi's table: the sibling may run @asi's guests beside. */
+static __always_inline void asi_smt_on_table(struct asi *asi)
+{
+	if (static_branch_unlikely(&asi_smt_key))
+		WRITE_ONCE(raw_cpu_ptr(&asi_smt)->state, (unsigned long)asi);
+}
+
+/*
  * The switch runs with interrupts off: an interrupt, and a migration,
  * between its read of the per-CPU state and its CR3 write would load
  * another CPU's full_cr3, another task's page table. The debug
@@ -1648,6 +1828,7 @@ noinstr void asi_enter(struct asi *asi)
 		if (cpu_feature_enabled(X86_FEATURE_PCID) && slot < ASI_NR_PCIDS &&
 		    (this_cpu_read(asi_cpu.pcid_stale) & BIT(slot)))
 			asi_load_table(asi, cr3, slot);
+		asi_smt_on_table(asi);
 		return;
 	}
 	if (unlikely(curr && curr != asi)) {
@@ -1685,6 +1866,9 @@ noinstr void asi_enter(struct asi *asi)
 	this_cpu_inc(asi_cpu.enters);
 	asi_trace(asi_enter, asi->id);
 	asi_load_table(asi, this_cpu_read(asi_cpu.curr_cr3), slot);
+	/* Only once on the table: the sibling's gate reads it. */
+	barrier();
+	asi_smt_on_table(asi);
 }
 EXPORT_SYMBOL_GPL(asi_enter);
 
@@ -1700,8 +1884,12 @@ noinstr void __asi_exit(enum asi_exit_reason reason)
 	unsigned long fallbacks;
 
 	asi_assert_irqs_off();
-	if (!this_cpu_read(asi_cpu.curr))
+	if (!this_cpu_read(asi_cpu.curr)) {
+		/* The interrupt entry of a CPU that was halted in idle. */
+		if (static_branch_unlikely(&asi_smt_key))
+			__asi_smt_wake();
 		return;
+	}
 	/*
 	 * An NMI between the CR3 test and the write may fall back, and so
 	 * count this very switch as a fallback: then it is not counted
@@ -1710,6 +1898,7 @@ noinstr void __asi_exit(enum asi_exit_reason reason)
 	fallbacks = this_cpu_read(asi_cpu.fallbacks);
 	barrier();
 	if (__native_read_cr3() == this_cpu_read(asi_cpu.curr_cr3)) {
+		asi_smt_leave();
 		asi_load_full();
 		this_cpu_write(asi_cpu.need_flush, true);
 		if (reason < ASI_EXIT_NR &&
@@ -1806,6 +1995,7 @@ noinstr bool __asi_handle_fault(struct pt_regs *regs, unsigned long error_code,
 		return true;
 	}
 
+	asi_smt_leave();
 	asi_load_full();
 	this_cpu_write(asi_cpu.need_flush, true);
 	this_cpu_inc(asi_cpu.fallbacks);
@@ -1838,6 +2028,211 @@ noinstr bool asi_need_flush(void)
 	return this_cpu_xchg(asi_cpu.need_flush, false);
 }
 EXPORT_SYMBOL_GPL(asi_need_flush);
+
+/**
+ * __asi_smt_wake() - a CPU halted in idle is about to touch memory again
+ *
+ * From the interrupt and NMI entries and from cpuidle, through
+ * asi_idle_exit() and asi_nmi_enter(): if this CPU was quiescent, it
+ * leaves that state as it leaves a table (see asi_smt_leave()). Noinstr.
+ */
+noinstr void __asi_smt_wake(void)
+{
+	if (READ_ONCE(raw_cpu_ptr(&asi_smt)->state) == ASI_SMT_QUIESCENT)
+		asi_smt_leave();
+}
+EXPORT_SYMBOL_GPL(__asi_smt_wake);
+
+/**
+ * __asi_idle_enter() - this CPU halts in idle and touches nothing
+ *
+ * Right before the idle instruction, IRQs off, on the full table: no
+ * sibling runs a guest beside this CPU here (it would have waited for it
+ * to leave its table), so no barrier is needed to become quiescent.
+ */
+noinstr void __asi_idle_enter(void)
+{
+	barrier();
+	WRITE_ONCE(raw_cpu_ptr(&asi_smt)->state, ASI_SMT_QUIESCENT);
+}
+
+/**
+ * asi_smt_guest_enter() - the SMT gate before a VM-entry
+ * @asi: the VM's domain
+ *
+ * IRQs off, where the VM-entry may still be cancelled. Enters @asi, then
+ * claims the core for @asi's guests: succeeds if the sibling is offline,
+ * on @asi's table or halted in idle. On success the sibling, whatever it
+ * does next, waits for asi_smt_guest_exit() before it touches anything
+ * else.
+ *
+ * Return: ASI_SMT_GO, or why the entry must wait.
+ */
+noinstr enum asi_smt_verdict asi_smt_guest_enter(struct asi *asi)
+{
+	struct asi_smt *me = raw_cpu_ptr(&asi_smt), *sib;
+	unsigned long s;
+
+	asi_enter(asi);
+	sib = READ_ONCE(me->sibling);
+	if (!sib)
+		return ASI_SMT_GO;
+	WRITE_ONCE(me->guest, asi);
+	/* The mark before the sibling's state: see asi_smt_leave(). */
+	smp_mb();
+	s = READ_ONCE(sib->state);
+	if (s == (unsigned long)asi || s == ASI_SMT_QUIESCENT)
+		return ASI_SMT_GO;
+	WRITE_ONCE(me->guest, NULL);
+	me->refusals++;
+	return s == ASI_SMT_FULL ? ASI_SMT_WAIT_FULL : ASI_SMT_WAIT_DOMAIN;
+}
+EXPORT_SYMBOL_GPL(asi_smt_guest_enter);
+
+/**
+ * asi_smt_guest_check() - the last look at the sibling before VM-entry
+ * @asi: the VM's domain, entered
+ *
+ * Noinstr, right before the VM-entry instruction, after the flush. The
+ * sibling cannot have left its table since the gate without waiting for
+ * this CPU, unless both waited for each other and it went on first, or a
+ * wait timed out: then this CPU sends itself an IPI, so that the VM-entry
+ * exits before the guest's first instruction (as KVM's immediate exit).
+ */
+noinstr void asi_smt_guest_check(struct asi *asi)
+{
+	struct asi_smt *me = raw_cpu_ptr(&asi_smt), *sib = READ_ONCE(me->sibling);
+	unsigned long s;
+
+	if (!sib || !READ_ONCE(me->guest))
+		return;
+	s = READ_ONCE(sib->state);
+	if (s == (unsigned long)asi || s == ASI_SMT_QUIESCENT || READ_ONCE(sib->waiting))
+		return;
+	me->self_kicks++;
+	asi_smt_ipi(me, me->apicid);
+}
+EXPORT_SYMBOL_GPL(asi_smt_guest_check);
+
+/**
+ * asi_smt_guest_recheck() - may KVM re-enter the guest on its fast path?
+ * @asi: the VM's domain
+ *
+ * Between a VM-exit handled in the fast path and the next VM-entry, which
+ * the gate does not see: stop if the sibling waits for this CPU or left
+ * @asi's table.
+ *
+ * Return: true if KVM must stop and go back through the gate.
+ */
+noinstr bool asi_smt_guest_recheck(struct asi *asi)
+{
+	struct asi_smt *me = raw_cpu_ptr(&asi_smt), *sib = READ_ONCE(me->sibling);
+	unsigned long s;
+
+	if (!sib || !READ_ONCE(me->guest))
+		return false;
+	s = READ_ONCE(sib->state);
+	return READ_ONCE(sib->waiting) ||
+	       (s != (unsigned long)asi && s != ASI_SMT_QUIESCENT);
+}
+EXPORT_SYMBOL_GPL(asi_smt_guest_recheck);
+
+/**
+ * asi_smt_guest_exit() - give the core back after a VM-exit
+ *
+ * IRQs off, once the exit is traced: a sibling waiting in
+ * asi_smt_leave() goes on.
+ *
+ * Return: true if the sibling kicked this CPU out of its guest.
+ */
+noinstr bool asi_smt_guest_exit(void)
+{
+	struct asi_smt *me = raw_cpu_ptr(&asi_smt);
+
+	WRITE_ONCE(me->guest, NULL);
+	if (!READ_ONCE(me->kicked))
+		return false;
+	WRITE_ONCE(me->kicked, false);
+	return true;
+}
+EXPORT_SYMBOL_GPL(asi_smt_guest_exit);
+
+/**
+ * asi_smt_backoff() - wait before trying the gate again
+ * @why: what asi_smt_guest_enter() returned
+ *
+ * IRQs on, preemptible. Beside the full table: spin, the sibling is soon
+ * back (or its task is preempted). Beside another domain (two VMs on one
+ * core, which core scheduling prevents): of the two, the CPU with the
+ * higher number leaves its domain and sleeps, so that its own CPU can
+ * idle and the other VM run; both spinning would never end.
+ */
+void asi_smt_backoff(enum asi_smt_verdict why)
+{
+	struct asi_smt *me = raw_cpu_ptr(&asi_smt), *sib = READ_ONCE(me->sibling);
+
+	if (why == ASI_SMT_WAIT_DOMAIN && sib && me->cpu > sib->cpu) {
+		/* It blocks: counted as KVM counts leaving before HLT blocks. */
+		local_irq_disable();
+		__asi_exit(ASI_EXIT_SCHED);
+		local_irq_enable();
+		usleep_range(20, 50);
+		return;
+	}
+	cpu_relax();
+}
+EXPORT_SYMBOL_GPL(asi_smt_backoff);
+
+/**
+ * __asi_guest_window() - note when this CPU entered or left guest mode
+ * @end: right after the VM-entry instruction returned (else right before)
+ *
+ * Noinstr, while asi:asi_guest is traced: the first entry and the last
+ * exit of a run of VM-entries, for asi_trace_guest_window().
+ */
+noinstr void __asi_guest_window(bool end)
+{
+	struct asi_smt *me = raw_cpu_ptr(&asi_smt);
+	u64 t = rdtsc();
+
+	if (end)
+		me->win_end = t;
+	else if (!me->win_start)
+		me->win_start = t;
+}
+EXPORT_SYMBOL_GPL(__asi_guest_window);
+
+/**
+ * asi_trace_guest_window() - trace the guest time noted since the last call
+ * @asi: the domain whose guest ran
+ *
+ * After the VM-exit, IRQs off. The event gives the window as times before
+ * it, from one TSC read as it is filled in, so that a tool can place it on
+ * any trace clock (see the event).
+ */
+void asi_trace_guest_window(struct asi *asi)
+{
+	struct asi_smt *me = this_cpu_ptr(&asi_smt);
+
+	if (!me->win_start)
+		return;
+	if (me->win_end >= me->win_start)
+		trace_asi_guest(asi->id, me->win_start, me->win_end);
+	me->win_start = 0;
+	me->win_end = 0;
+}
+EXPORT_SYMBOL_GPL(asi_trace_guest_window);
+
+int asi_guest_trace_reg(void)
+{
+	static_branch_inc(&asi_guest_trace_key);
+	return 0;
+}
+
+void asi_guest_trace_unreg(void)
+{
+	static_branch_dec(&asi_guest_trace_key);
+}
 
 /**
  * asi_owner_class_name() - the name of an owner class
@@ -2414,6 +2809,179 @@ static const struct file_operations asi_residue_fops = {
 };
 #endif
 
+/*
+ * SMT pairs: a CPU is paired with the other CPU of its core once it runs
+ * (CPUHP_AP_ONLINE_DYN, where the sibling masks are known), and unpaired
+ * once it is dead (from the control CPU). A core of more than two CPUs is
+ * not paired: the protocol knows one sibling (said once in the boot log).
+ * Until a CPU coming online runs its callback, its sibling does not know
+ * it: the bring-up code is not covered.
+ */
+static bool asi_smt_wanted = true;
+static DEFINE_MUTEX(asi_smt_lock);
+
+static struct asi_smt *asi_smt_init_cpu(unsigned int cpu)
+{
+	struct asi_smt *st = per_cpu_ptr(&asi_smt, cpu);
+
+	st->cpu = cpu;
+	st->apicid = per_cpu(x86_cpu_to_apicid, cpu);
+	st->x2apic = x2apic_mode;
+	/* 10 ms, or about that many cycles if the TSC's rate is unknown. */
+	st->timeout = (tsc_khz ? tsc_khz : 1000000) * 10ULL;
+	return st;
+}
+
+static int asi_smt_cpu_online(unsigned int cpu)
+{
+	const struct cpumask *mask = topology_sibling_cpumask(cpu);
+	struct asi_smt *me = asi_smt_init_cpu(cpu), *sib;
+	unsigned int other;
+
+	if (cpumask_weight(mask) != 2) {
+		if (cpumask_weight(mask) > 2)
+			pr_warn_once("SMT: cores of %u CPUs: no sibling protocol\n",
+				     cpumask_weight(mask));
+		return 0;
+	}
+	other = cpumask_any_but(mask, cpu);
+	if (other >= nr_cpu_ids || !cpu_online(other))
+		return 0;
+	sib = asi_smt_init_cpu(other);
+	me->sibling_apicid = sib->apicid;
+	me->sibling_flush = &per_cpu(asi_cpu, other).need_flush;
+	sib->sibling_apicid = me->apicid;
+	sib->sibling_flush = &per_cpu(asi_cpu, cpu).need_flush;
+	WRITE_ONCE(me->state, ASI_SMT_FULL);
+	/* The fields above before the pointers that publish them. */
+	smp_wmb();
+	WRITE_ONCE(me->sibling, sib);
+	WRITE_ONCE(sib->sibling, me);
+	if (READ_ONCE(asi_smt_wanted))
+		static_branch_enable_cpuslocked(&asi_smt_key);
+	return 0;
+}
+
+static int asi_smt_cpu_dead(unsigned int cpu)
+{
+	struct asi_smt *me = per_cpu_ptr(&asi_smt, cpu), *sib = me->sibling;
+
+	if (sib)
+		WRITE_ONCE(sib->sibling, NULL);
+	WRITE_ONCE(me->sibling, NULL);
+	WRITE_ONCE(me->guest, NULL);
+	WRITE_ONCE(me->waiting, 0);
+	WRITE_ONCE(me->state, ASI_SMT_FULL);
+	return 0;
+}
+
+static unsigned int asi_smt_pairs(void)
+{
+	unsigned int cpu, n = 0;
+
+	for_each_online_cpu(cpu)
+		n += per_cpu(asi_smt, cpu).sibling && cpu < per_cpu(asi_smt, cpu).sibling->cpu;
+	return n;
+}
+
+/*
+ * After the protocol was off, no CPU's state can be trusted: each CPU sets
+ * its own to the full table (it is in an interrupt handler), and a guest
+ * that ran unchecked exits on this very IPI.
+ */
+static void asi_smt_resync(void *unused)
+{
+	struct asi_smt *me = this_cpu_ptr(&asi_smt);
+
+	WRITE_ONCE(me->guest, NULL);
+	WRITE_ONCE(me->state, ASI_SMT_FULL);
+}
+
+static void asi_smt_set(bool on)
+{
+	mutex_lock(&asi_smt_lock);
+	WRITE_ONCE(asi_smt_wanted, on);
+	if (!on) {
+		static_branch_disable(&asi_smt_key);
+	} else if (asi_smt_pairs()) {
+		static_branch_enable(&asi_smt_key);
+		on_each_cpu(asi_smt_resync, NULL, 1);
+	}
+	mutex_unlock(&asi_smt_lock);
+}
+
+static int asi_smt_show(struct seq_file *m, void *v)
+{
+	unsigned int cpu;
+
+	seq_printf(m, "protocol: %s\npairs: %u\n",
+		   static_branch_unlikely(&asi_smt_key) ? "on" :
+		   READ_ONCE(asi_smt_wanted) ? "off (no core with two CPUs online)" :
+		   "off (turned off)", asi_smt_pairs());
+	seq_puts(m, "cpu\tsibling\tkicks\twaits\twait_us\ttimeouts\tproceeds\trefusals\tself_kicks\n");
+	for_each_online_cpu(cpu) {
+		struct asi_smt *st = per_cpu_ptr(&asi_smt, cpu);
+		struct asi_smt *sib = READ_ONCE(st->sibling);
+
+		seq_printf(m, "%u\t%d\t%lu\t%lu\t%llu\t%lu\t%lu\t%lu\t%lu\n", cpu,
+			   sib ? (int)sib->cpu : -1, READ_ONCE(st->kicks),
+			   READ_ONCE(st->waits),
+			   tsc_khz ? div_u64((u64)READ_ONCE(st->wait_cycles) * 1000, tsc_khz) : 0,
+			   READ_ONCE(st->timeouts), READ_ONCE(st->proceeds),
+			   READ_ONCE(st->refusals), READ_ONCE(st->self_kicks));
+	}
+	return 0;
+}
+
+static int asi_smt_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, asi_smt_show, NULL);
+}
+
+/* "on" or "off": for tests that must see the exposure without the protocol. */
+static ssize_t asi_smt_write(struct file *file, const char __user *ubuf,
+			     size_t count, loff_t *ppos)
+{
+	bool on;
+	int err;
+
+	err = kstrtobool_from_user(ubuf, count, &on);
+	if (err)
+		return err;
+	asi_smt_set(on);
+	return count;
+}
+
+static const struct file_operations asi_smt_fops = {
+	.open		= asi_smt_open,
+	.read		= seq_read,
+	.write		= asi_smt_write,
+	.llseek		= seq_lseek,
+	.release	= single_release,
+};
+
+static void __init asi_smt_init(void)
+{
+	int ret;
+
+	ret = cpuhp_setup_state_nocalls(CPUHP_BP_PREPARE_DYN, "x86/asi/smt:dead",
+					NULL, asi_smt_cpu_dead);
+	if (ret < 0)
+		goto fail;
+	ret = cpuhp_setup_state(CPUHP_AP_ONLINE_DYN, "x86/asi/smt:online",
+				asi_smt_cpu_online, NULL);
+	if (ret < 0)
+		goto fail;
+	if (asi_smt_pairs())
+		pr_info("SMT: %u cores with two CPUs online: sibling protocol on\n",
+			asi_smt_pairs());
+	else
+		pr_info("SMT: no core with two CPUs online: sibling protocol off\n");
+	return;
+fail:
+	pr_err("SMT: cannot track CPU hotplug (%d): sibling protocol off\n", ret);
+}
+
 static int __init asi_report(void)
 {
 	struct dentry *dir;
@@ -2432,6 +3000,8 @@ static int __init asi_report(void)
 		debugfs_create_file("faults", 0600, dir, NULL, &asi_faults_fops);
 		debugfs_create_file("bench", 0600, dir, NULL, &asi_bench_fops);
 		debugfs_create_file("secrets", 0400, dir, NULL, &asi_secrets_fops);
+		debugfs_create_file("smt", 0600, dir, NULL, &asi_smt_fops);
+		asi_smt_init();
 #if IS_ENABLED(CONFIG_MITIGATION_ADDRESS_SPACE_ISOLATION_KUNIT_TEST)
 		debugfs_create_file("residue", 0600, dir, NULL, &asi_residue_fops);
 #endif

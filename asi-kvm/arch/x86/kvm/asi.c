@@ -54,6 +54,7 @@
 #include <linux/asi.h>
 #include <linux/debugfs.h>
 #include <linux/kvm_host.h>
+#include <linux/sched/smt.h>
 #include <linux/sched/task.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
@@ -451,6 +452,36 @@ static void kvm_asi_forget_vmm(struct kvm *kvm)
 	mutex_unlock(&kvm_asi_vmm_lock);
 }
 
+/*
+ * SMT: with ASI on and SMT active when a VM is created, KVM gives the VM a
+ * core-scheduling cookie and every task that runs one of its vCPUs adopts
+ * it (kvm_asi_vcpu_run()), so that the scheduler puts on a core's other
+ * thread only a vCPU task of the same VM, or nothing: the sibling protocol
+ * (asm/asi.h) then rarely has to hold a guest back. A task that has a
+ * cookie already keeps it (the VMM chose, with prctl(PR_SCHED_CORE)); it
+ * is counted in the VM's core_cookie_foreign stat, and the protocol still
+ * keeps the guests apart, at the cost of waits (smt_waits). Turned off
+ * with kvm.asi_core_sched=0, for VMMs that manage cookies themselves.
+ */
+static bool asi_core_sched = true;
+module_param(asi_core_sched, bool, 0644);
+MODULE_PARM_DESC(asi_core_sched,
+		 "With asi=on on SMT hosts, give each VM's vCPU tasks a core-scheduling cookie of the VM's own (default: on)");
+
+static void kvm_asi_core_cookie_create(struct kvm *kvm)
+{
+	if (READ_ONCE(asi_core_sched) && sched_smt_active())
+		kvm->arch.asi_core_cookie = sched_core_cookie_create();
+}
+
+static void kvm_asi_core_cookie_adopt(struct kvm *kvm)
+{
+	unsigned long cookie = kvm->arch.asi_core_cookie;
+
+	if (cookie && !sched_core_cookie_adopt(current, cookie))
+		atomic64_inc(&kvm->stat.vm_asi_core_cookie_foreign);
+}
+
 /**
  * kvm_asi_init_vm() - give a new VM its ASI domain
  * @kvm: the VM, its arch part allocated
@@ -493,6 +524,7 @@ int kvm_asi_init_vm(struct kvm *kvm)
 	if (err)
 		goto err_unmap_irq_srcu;
 	kvm->arch.asi = asi;
+	kvm_asi_core_cookie_create(kvm);
 	return 0;
 
 err_unmap_irq_srcu:
@@ -523,6 +555,8 @@ void kvm_asi_destroy_vm(struct kvm *kvm)
 	WARN_ON_ONCE(!list_empty(&kvm->arch.asi_stacks));
 	kvm_asi_forget_vmm(kvm);
 	kvm->arch.asi = NULL;
+	sched_core_cookie_put(kvm->arch.asi_core_cookie);
+	kvm->arch.asi_core_cookie = 0;
 	kvm_asi_pt_destroy(kvm, asi);
 	kvm_asi_unmap_srcu(asi, &kvm->irq_srcu, nr_cpu_ids);
 	kvm_asi_unmap_srcu(asi, &kvm->srcu, nr_cpu_ids);
@@ -772,6 +806,7 @@ int kvm_asi_vcpu_run(struct kvm_vcpu *vcpu)
 found:
 	st->vcpus++;
 	vcpu->arch.asi.stack = st;
+	kvm_asi_core_cookie_adopt(kvm);
 out:
 	mutex_unlock(&kvm->arch.asi_lock);
 	mutex_unlock(&kvm_asi_stacks_lock);
@@ -1044,6 +1079,8 @@ void kvm_asi_vcpu_put(struct kvm_vcpu *vcpu)
 	KVM_ASI_SUM(vcpu, flushes);
 	KVM_ASI_SUM(vcpu, flushes_skipped);
 	KVM_ASI_SUM(vcpu, late_fallbacks);
+	KVM_ASI_SUM(vcpu, smt_waits);
+	KVM_ASI_SUM(vcpu, smt_kicks);
 	WARN_ONCE(av->late_task,
 		  "KVM ASI: %lu fallbacks between the flush decision and VM-entry, not an NMI's: see the VM's asi/faults\n",
 		  av->late_task);

@@ -125,6 +125,10 @@ static __always_inline void kvm_asi_flush_decide(struct kvm_vcpu *vcpu,
 	} else {
 		vcpu->stat.asi_flushes_skipped++;
 	}
+	/* SMT: kicks this CPU if its sibling left after all (no data read). */
+	if (asi_smt_active())
+		asi_smt_guest_check(asi);
+	asi_guest_window(false);
 }
 
 /*
@@ -141,6 +145,7 @@ static __always_inline void kvm_asi_window_end(struct kvm_vcpu *vcpu,
 
 	if (!asi_enabled() || !vcpu->kvm->arch.asi)
 		return;
+	asi_guest_window(true);
 	late = asi_fallback_count(false) - w->fallbacks;
 	irq = asi_fallback_count(true) - w->irq;
 	if (unlikely(late)) {
@@ -148,6 +153,52 @@ static __always_inline void kvm_asi_window_end(struct kvm_vcpu *vcpu,
 		if (late > irq)
 			vcpu->arch.asi.late_task += late - irq;
 	}
+}
+
+/*
+ * SMT (see asm/asi.h): the gate, IRQs off in vcpu_enter_guest(), where the
+ * entry may still be cancelled. True: cancel it, and once interrupts are
+ * on call kvm_asi_smt_backoff() with *@why.
+ */
+static __always_inline bool kvm_asi_smt_enter(struct kvm_vcpu *vcpu, int *why)
+{
+	struct asi *asi = asi_smt_active() ? vcpu->kvm->arch.asi : NULL;
+
+	*why = asi ? asi_smt_guest_enter(asi) : ASI_SMT_GO;
+	if (*why == ASI_SMT_GO)
+		return false;
+	vcpu->stat.asi_smt_waits++;
+	return true;
+}
+
+static inline void kvm_asi_smt_backoff(struct kvm_vcpu *vcpu, int why)
+{
+	if (why)
+		asi_smt_backoff(why);
+}
+
+/* Between fast-path re-entries: true to stop and go through the gate. */
+static __always_inline bool kvm_asi_smt_recheck(struct kvm_vcpu *vcpu)
+{
+	struct asi *asi = asi_smt_active() ? vcpu->kvm->arch.asi : NULL;
+
+	return asi && asi_smt_guest_recheck(asi);
+}
+
+/*
+ * After the entry loop, its exits traced: give the core back (also if the
+ * protocol was turned off meanwhile), and trace the guest's time.
+ */
+static __always_inline void kvm_asi_smt_exit(struct kvm_vcpu *vcpu)
+{
+	struct asi *asi = asi_enabled() ? vcpu->kvm->arch.asi : NULL;
+
+	if (!asi)
+		return;
+	if (asi_smt_guest_exit())
+		vcpu->stat.asi_smt_kicks++;
+	if (static_branch_unlikely(&asi_guest_trace_key))
+		asi_trace_guest_window(asi);
 }
 
 #else
@@ -209,6 +260,14 @@ static __always_inline void kvm_asi_flush_decide(struct kvm_vcpu *vcpu,
 						 struct kvm_asi_window *w) { }
 static __always_inline void kvm_asi_window_end(struct kvm_vcpu *vcpu,
 					       struct kvm_asi_window *w) { }
+static __always_inline bool kvm_asi_smt_enter(struct kvm_vcpu *vcpu, int *why)
+{
+	return false;
+}
+
+static inline void kvm_asi_smt_backoff(struct kvm_vcpu *vcpu, int why) { }
+static __always_inline bool kvm_asi_smt_recheck(struct kvm_vcpu *vcpu) { return false; }
+static __always_inline void kvm_asi_smt_exit(struct kvm_vcpu *vcpu) { }
 
 #endif /* CONFIG_MITIGATION_ADDRESS_SPACE_ISOLATION */
 

@@ -349,6 +349,98 @@ struct asi_cpu_state {
 
 DECLARE_PER_CPU_ASI(struct asi_cpu_state, asi_cpu);
 
+/*
+ * SMT siblings. The two hyperthreads of a core share its L1D and fill
+ * buffers: what one brings in, a guest on the other may sample. While a
+ * CPU runs a guest of domain D, its sibling may run only on D's table or
+ * be halted in idle; see "SMT" in Documentation/arch/x86/asi.rst.
+ *
+ * asi_smt_guest_enter(D)	The guest gate, IRQs off, before a VM-entry
+ *				that may still be cancelled: enters D, then
+ *				claims the core for D's guests. Not 0: the
+ *				sibling is elsewhere, cancel the entry and
+ *				try again (asi_smt_backoff() says how).
+ * asi_smt_guest_check()	Right before the VM-entry instruction, noinstr:
+ *				if the sibling left after all, kick this CPU
+ *				so that the VM-entry exits at once.
+ * asi_smt_guest_exit()	After the VM-exit (and its tracing), IRQs
+ *				off: gives the core back. Returns whether
+ *				the sibling kicked this CPU out of its guest.
+ * asi_smt_guest_recheck()	Between fast-path re-entries: whether to
+ *				stop and go back through the gate.
+ *
+ * A CPU leaving its table (fallback, exit, interrupt entry, waking from
+ * idle) while its sibling runs a guest kicks the sibling out of guest mode
+ * and waits until it is out before it touches anything. All of it is a
+ * not-taken static branch unless ASI is on and a core has two CPUs online.
+ */
+DECLARE_STATIC_KEY_FALSE(asi_smt_key);
+DECLARE_STATIC_KEY_FALSE(asi_guest_trace_key);
+
+/**
+ * enum asi_smt_verdict - what the guest gate decided
+ * @ASI_SMT_GO: enter the guest
+ * @ASI_SMT_WAIT_FULL: the sibling runs on the full table: retry soon
+ * @ASI_SMT_WAIT_DOMAIN: the sibling is in another domain (another VM's
+ *	vCPU beside this one: core scheduling did not keep them apart)
+ */
+enum asi_smt_verdict {
+	ASI_SMT_GO,
+	ASI_SMT_WAIT_FULL,
+	ASI_SMT_WAIT_DOMAIN,
+};
+
+static __always_inline bool asi_smt_active(void)
+{
+	return asi_enabled() && static_branch_unlikely(&asi_smt_key);
+}
+
+enum asi_smt_verdict asi_smt_guest_enter(struct asi *asi);
+void asi_smt_guest_check(struct asi *asi);
+bool asi_smt_guest_exit(void);
+bool asi_smt_guest_recheck(struct asi *asi);
+void asi_smt_backoff(enum asi_smt_verdict why);
+void __asi_idle_enter(void);
+void __asi_smt_wake(void);
+
+/*
+ * cpuidle's hooks, right before and after the idle instruction (in
+ * ct_cpuidle_enter()/ct_cpuidle_exit()), and the NMI entry's: a CPU
+ * halted in idle touches nothing, so its sibling may run a guest beside
+ * it; an interrupt, an NMI or the wakeup ends that, kicking the guest out
+ * first.
+ */
+static __always_inline void asi_idle_enter(void)
+{
+	if (asi_smt_active())
+		__asi_idle_enter();
+}
+
+static __always_inline void asi_idle_exit(void)
+{
+	if (asi_smt_active())
+		__asi_smt_wake();
+}
+
+static __always_inline void asi_nmi_enter(void)
+{
+	if (asi_smt_active())
+		__asi_smt_wake();
+}
+
+/*
+ * The guest's time in guest mode, for tracing (asi:asi_guest): the TSC
+ * right before the VM-entry instruction and right after it returned.
+ */
+void __asi_guest_window(bool end);
+void asi_trace_guest_window(struct asi *asi);
+
+static __always_inline void asi_guest_window(bool end)
+{
+	if (static_branch_unlikely(&asi_guest_trace_key))
+		__asi_guest_window(end);
+}
+
 void asi_enter(struct asi *asi);
 void __asi_exit(enum asi_exit_reason reason);
 bool __asi_handle_fault(struct pt_regs *regs, unsigned long error_code,

@@ -3,34 +3,36 @@
 #
 # SMT exposure, measured: on a machine whose two CPUs are hyperthreads of
 # one core (QEMU -smp 2,sockets=1,cores=1,threads=2), two VMM processes
-# run a VM with two vCPUs each while the asi, kvm_entry/kvm_exit and
-# sched_switch events are traced; asi-pt exposure then adds up the time
-# one sibling ran a guest while the other ran on the full kernel table,
-# or another VM's guest or domain.
+# run a VM with two vCPUs each (exits that fall back and exits that do
+# not, host timer interrupts, and NMI storms sent to both CPUs by sysrq
+# "l") while the asi events (asi_guest included), kvm_entry/kvm_exit and
+# sched_switch are traced; asi-pt exposure then adds up the time one
+# sibling ran a guest while the other ran on the full kernel table, or
+# another VM's guest or domain.
 #
-# ASI does nothing about siblings yet (no core scheduling cookies, no
-# sibling protocol): the exposure must be above 0, which shows that the
-# checker sees what it must. Once the protocol exists this test turns
-# into its proof (0 ns with the protocol on).
+# Twice: with ASI's sibling protocol on (asi/smt "on", the default), the
+# exposure must be 0 ns and the protocol must have been used (kicks or
+# waits counted); with it off, above 0, which shows that the checker sees
+# what the protocol prevents. Both figures are printed.
 #
-# Usage: asi_smt_exposure.sh [SECONDS]. Exit: 0 pass, 1 fail, 4 skip.
+# With --check-off (a machine without SMT): the protocol must be off and
+# its counters and the vCPU stats smt_waits/smt_kicks 0.
+#
+# Usage: asi_smt_exposure.sh [SECONDS | --check-off]. Exit: 0 pass,
+# 1 fail, 4 skip.
 
 . "$(dirname "$0")/asi_lib.sh"
 
-asi_require_on
 pt=${ASI_PT:-/tests/bin/asi-pt}
 mvt=/tests/kvm/x86_64/asi_multi_vm_test
 tr=/sys/kernel/tracing
-secs=${1:-1}
-trace=/tmp/asi_smt.trace
+smt=$ASI_DEBUGFS/smt
 
-[ -x "$pt" ] || { echo "FAIL: $pt missing"; exit 1; }
-sib=$(cat /sys/devices/system/cpu/cpu0/topology/thread_siblings_list 2>/dev/null)
-case "$sib" in
-*[-,]*) ;;
-*)	echo "SKIP: CPU 0 has no SMT sibling (thread_siblings_list: '$sib')"; exit 4 ;;
-esac
-echo "CPU 0's siblings: $sib"
+# The counters of asi/smt summed over the CPUs: kicks waits refusals self_kicks timeouts.
+smt_counts() {
+	awk 'NR > 3 { k += $3; w += $4; r += $8; s += $9; t += $6 }
+	     END { print k + 0, w + 0, r + 0, s + 0, t + 0 }' "$smt"
+}
 
 if [ "$1" = --trace ]; then
 	# Called by the inner asi_multi_vm_test while both VMs run.
@@ -42,34 +44,127 @@ if [ "$1" = --trace ]; then
 		echo 1 >"$tr/events/$e" || { echo "FAIL: cannot enable $e"; exit 1; }
 	done
 	echo 1 >"$tr/tracing_on"
-	sleep "$2"
+	# NMIs at both CPUs, a few times over the window.
+	i=0
+	while [ $i -lt 4 ]; do
+		echo l >/proc/sysrq-trigger
+		sleep "$(awk -v s="$2" 'BEGIN { print s / 4 }')"
+		i=$((i + 1))
+	done
 	echo 0 >"$tr/tracing_on"
-	cat "$tr/trace" >"$trace"
+	cat "$tr/trace" >"$3"
 	echo 0 >"$tr/events/enable"
 	exit 0
 fi
 
-rm -f "$trace"
-$mvt -v 1 -c 2 -s 3 -x "$mvt -v 1 -c 2 -s 3 -x '$0 --trace $secs'" >/tmp/asi_smt.vms 2>&1 ||
-	{ echo "FAIL: the two VMs did not run:"; tail -20 /tmp/asi_smt.vms; exit 1; }
-[ -s "$trace" ] || { echo "FAIL: no trace recorded"; exit 1; }
-echo "trace: $(grep -vc '^#' "$trace") events"
-grep -q 'LOST\|lost' "$trace" && echo "note: the trace lost events (buffer full)"
-
-"$pt" exposure "$trace" >/tmp/asi_smt.out 2>&1
-rc=$?
-cat /tmp/asi_smt.out
-case $rc in
-0)	;;
-4)	echo "SKIP: asi-pt exposure measured nothing (no siblings, or no core traced)"
-	exit 4 ;;
-*)	echo "FAIL: asi-pt exposure exited $rc"; exit 1 ;;
-esac
-ns=$(sed -n 's/^exposure: \([0-9]*\) ns.*/\1/p' /tmp/asi_smt.out)
-[ -n "$ns" ] || { echo "FAIL: no 'exposure: N ns' line"; exit 1; }
-if [ "$ns" -gt 0 ]; then
-	echo "PASS: exposure $ns ns without a sibling protocol (the checker sees it)"
+if [ "$1" = --check-off ]; then
+	# A machine without SMT (each core one CPU), after the plan's other
+	# tests: the protocol must be off and never have acted, and no vCPU
+	# stat of it may have moved.
+	asi_require_on
+	[ -r "$smt" ] || { echo "FAIL: $smt missing"; exit 1; }
+	cat "$smt"
+	grep -q '^protocol: off (no core with two CPUs online)' "$smt" &&
+		grep -q '^pairs: 0$' "$smt" ||
+		{ echo "FAIL: the sibling protocol is not off on a machine without SMT"; exit 1; }
+	set -- $(smt_counts)
+	[ "$1$2$3$4$5" = 00000 ] ||
+		{ echo "FAIL: the protocol acted without SMT: $*"; exit 1; }
+	for f in /sys/kernel/debug/kvm/asi_smt_waits /sys/kernel/debug/kvm/asi_smt_kicks; do
+		[ -r "$f" ] || { echo "FAIL: $f missing"; exit 1; }
+		[ "$(cat "$f")" = 0 ] || { echo "FAIL: $f is $(cat "$f") without SMT"; exit 1; }
+	done
+	echo "PASS: no SMT: protocol off, its counters and stats 0"
 	exit 0
 fi
-echo "FAIL: exposure 0 ns although nothing keeps siblings apart: the checker misses it"
-exit 1
+
+asi_require_on
+secs=${1:-1}
+[ -x "$pt" ] || { echo "FAIL: $pt missing"; exit 1; }
+[ -w "$smt" ] || { echo "FAIL: $smt missing"; exit 1; }
+sib=$(cat /sys/devices/system/cpu/cpu0/topology/thread_siblings_list 2>/dev/null)
+case "$sib" in
+*[-,]*) ;;
+*)	echo "SKIP: CPU 0 has no SMT sibling (thread_siblings_list: '$sib')"; exit 4 ;;
+esac
+echo "CPU 0's siblings: $sib"
+grep -q '^protocol: on' "$smt" || { echo "FAIL: the sibling protocol is not on:"; cat "$smt"; exit 1; }
+
+# measure MODE TRACE: run the two VMs with the protocol MODE, trace them,
+# leave the exposure in ns in $ns and asi-pt's report in TRACE.out.
+measure() {
+	echo "$1" >"$smt" || { echo "FAIL: cannot turn the protocol $1"; exit 1; }
+	rm -f "$2"
+	level=$(awk '{ print $1 }' /proc/sys/kernel/printk)
+	# The NMI backtraces to the log buffer only: the serial console is slow.
+	echo 1 >/proc/sys/kernel/printk
+	set -- "$1" "$2" "$(smt_counts)"
+	$mvt -v 1 -c 2 -s 3 -x "$mvt -v 1 -c 2 -s 3 -x '$0 --trace $secs $2'" \
+		>"$2.vms" 2>&1
+	rc=$?
+	echo "$level" >/proc/sys/kernel/printk
+	[ $rc -eq 0 ] || { echo "FAIL: the two VMs did not run (protocol $1):"; tail -20 "$2.vms"; exit 1; }
+	[ -s "$2" ] || { echo "FAIL: no trace recorded (protocol $1)"; exit 1; }
+	echo "protocol $1: trace of $(grep -vc '^#' "$2") events," \
+	     "$(grep -c 'asi_guest:' "$2") guest windows"
+	grep -q 'LOST' "$2" && echo "note: the trace lost events (buffer full)"
+	"$pt" exposure "$2" >"$2.out" 2>&1
+	rc=$?
+	sed 's/^/  /' "$2.out"
+	case $rc in
+	0)	;;
+	4)	echo "SKIP: asi-pt exposure measured nothing (no siblings, or no core traced)"
+		exit 4 ;;
+	*)	echo "FAIL: asi-pt exposure exited $rc"; exit 1 ;;
+	esac
+	grep -q '^  guest mode from asi_guest windows' "$2.out" ||
+		{ echo "FAIL: no asi_guest window in the trace (protocol $1)"; exit 1; }
+	ns=$(sed -n 's/^exposure: \([0-9]*\) ns.*/\1/p' "$2.out")
+	[ -n "$ns" ] || { echo "FAIL: no 'exposure: N ns' line"; exit 1; }
+	set -- $3 $(smt_counts)
+	kicks=$(($6 - $1)) waits=$(($7 - $2)) refusals=$(($8 - $3))
+	self=$(($9 - $4)) timeouts=$((${10} - $5))
+	echo "  asi/smt while traced: $kicks kicks, $waits waits, $refusals entries refused," \
+	     "$self self-kicks, $timeouts timeouts"
+	sed 's/^/  /' "$smt"
+}
+
+trace=/tmp/asi_smt
+measure on "$trace.on"
+on_ns=$ns on_used=$((kicks + refusals)) on_timeouts=$timeouts
+measure off "$trace.off"
+off_ns=$ns
+echo on >"$smt"
+
+echo "exposure with the sibling protocol: $on_ns ns; without: $off_ns ns"
+fail=0
+if [ "$on_ns" -ne 0 ]; then
+	echo "FAIL: exposure $on_ns ns with the sibling protocol on; the first intervals, and the trace around them:"
+	"$pt" exposure --list 10 "$trace.on" | grep '^  exposed at'
+	"$pt" exposure --list 1 "$trace.on" | sed -n 's/^  exposed at \([0-9.]*\) for \([0-9]*\) ns.*/\1 \2/p' |
+	while read -r at dt; do
+		echo "--- around $at:"
+		awk -v a="$at" -v d="$dt" '!/^#/ {
+			for (i = 1; i <= NF; i++)
+				if ($i ~ /^[0-9]+\.[0-9]+:$/) { t = $i + 0; break }
+			if (t >= a - 0.0003 && t <= a + d / 1e9 + 0.0003)
+				print
+		}' "$trace.on" | cut -c1-150
+	done
+	fail=1
+fi
+if [ "$on_used" -eq 0 ]; then
+	echo "FAIL: the protocol was on but neither kicked nor refused an entry: nothing was tested"
+	fail=1
+fi
+if [ "$on_timeouts" -ne 0 ]; then
+	echo "FAIL: $on_timeouts waits for the sibling timed out"
+	fail=1
+fi
+if [ "$off_ns" -eq 0 ]; then
+	echo "FAIL: exposure 0 ns with the protocol off: the checker misses what it must see"
+	fail=1
+fi
+[ $fail -eq 0 ] || exit 1
+echo "PASS: 0 ns with the sibling protocol, $off_ns ns without (the checker sees it)"
+exit 0
