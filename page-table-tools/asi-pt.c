@@ -1057,6 +1057,7 @@ static size_t nvms_x;
 static struct pair_tally *pairs_x;
 static size_t npairs_x;
 static bool count_idle;
+static unsigned long immediate_entries;
 static unsigned long warn_no_domain, warn_exit_only, warn_entry_twice;
 
 static struct cpu_trace *cpu_trace(int cpu)
@@ -1212,19 +1213,28 @@ static size_t read_trace(const char *path, uint64_t *first, uint64_t *last, int 
 			arg = dom;
 		} else if (!strcmp(event, "asi_guest")) {
 			unsigned long long entry_ago, exit_ago;
+			unsigned int imm = 0;
+			int n;
 
-			if (sscanf(payload, "domain=%u entry_ago_ns=%llu exit_ago_ns=%llu", &dom,
-				   &entry_ago, &exit_ago) != 3 || exit_ago > entry_ago)
+			n = sscanf(payload, "domain=%u entry_ago_ns=%llu exit_ago_ns=%llu immediate=%u",
+				   &dom, &entry_ago, &exit_ago, &imm);
+			if (n < 3 || exit_ago > entry_ago)
 				die("%s:%lu: asi_guest without domain=, entry_ago_ns=, exit_ago_ns=: '%s'",
 				    path, lineno, copy);
 			/*
 			 * The window lies before the event: its two ends are
 			 * placed where they belong once every event is read.
+			 * VM-entries made to exit before the guest's first
+			 * instruction are only counted; a run of nothing
+			 * else has no window (both 0).
 			 */
 			c = cpu_trace(cpu);
 			c->windows++;
-			ev_add(c, t > entry_ago ? t - entry_ago : 0, EV_GUEST_START, dom);
-			ev_add(c, t > exit_ago ? t - exit_ago : 0, EV_GUEST_END, dom);
+			immediate_entries += imm;
+			if (entry_ago || exit_ago) {
+				ev_add(c, t > entry_ago ? t - entry_ago : 0, EV_GUEST_START, dom);
+				ev_add(c, t > exit_ago ? t - exit_ago : 0, EV_GUEST_END, dom);
+			}
 			continue;
 		} else if (!strcmp(event, "kvm_entry")) {
 			type = EV_KVM_ENTRY;
@@ -1871,6 +1881,9 @@ static int cmd_exposure(int argc, char **argv)
 	printf("  guest mode from %s\n", windows ?
 	       "asi_guest windows (VM-entry to VM-exit), where a CPU has them" :
 	       "kvm_entry to kvm_exit");
+	if (immediate_entries)
+		printf("  %lu VM-entries exited before the guest's first instruction (an interrupt pending): not guest time\n",
+		       immediate_entries);
 	for (int i = 0; i < ncores; i++) {
 		struct core *core = &cores[i];
 

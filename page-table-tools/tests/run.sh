@@ -162,6 +162,8 @@ t exposure-sysfs 0 "^exposure: 500000 ns" exposure --sysfs "$x/sysfs-smt" "$x/fu
 t exposure-window 0 "^exposure: 100000 ns over 0.001000 s traced, 1 cores (guest time 0.000350 s)$" \
 	exposure $xs "$x/window.trace"
 t exposure-window-source 0 "^  guest mode from asi_guest windows" exposure $xs "$x/window.trace"
+t exposure-window-immediate 0 "^  2 VM-entries exited before the guest's first instruction" \
+	exposure $xs "$x/window.trace"
 t exposure-kvm-source 0 "^  guest mode from kvm_entry to kvm_exit$" exposure $xs "$x/full.trace"
 t exposure-list 0 "^  exposed at 100.000110 for 500000 ns (other guest): CPU 0 restricted 7 task guest 7; CPU 1 restricted 5 task guest 5$" \
 	exposure $xs --list 5 "$x/other-guest.trace"

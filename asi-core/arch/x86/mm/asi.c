@@ -58,6 +58,7 @@
 
 #define CREATE_TRACE_POINTS
 #include <trace/events/asi.h>
+#include <trace/events/asi_smt.h>
 
 /* TSC cycles in ns, for the asi_guest event (0 without a known TSC rate). */
 u64 asi_tsc_to_ns(u64 cycles)
@@ -1664,6 +1665,8 @@ EXPORT_SYMBOL_GPL(asi_test_translates);
  * @timeout: TSC cycles after which a wait gives up (with a count)
  * @win_start: TSC at the first VM-entry of the current run (tracing only)
  * @win_end: TSC at the last VM-exit (tracing only)
+ * @self_kicked: asi_smt_guest_check() made this VM-entry exit at once
+ * @immediate: such VM-entries in the current run (tracing only)
  * @kicks: kicks sent to the sibling
  * @waits: waits for the sibling to leave guest mode
  * @wait_cycles: TSC cycles spent in them
@@ -1686,6 +1689,8 @@ struct asi_smt {
 	u64 timeout;
 	u64 win_start;
 	u64 win_end;
+	bool self_kicked;
+	unsigned int immediate;
 	unsigned long kicks;
 	unsigned long waits;
 	unsigned long wait_cycles;
@@ -1727,7 +1732,32 @@ static __always_inline void asi_smt_ipi(struct asi_smt *me, u32 apicid)
 	old = READ_ONCE(*icr2);
 	WRITE_ONCE(*icr2, SET_XAPIC_DEST_FIELD(apicid));
 	WRITE_ONCE(*icr, APIC_DEST_PHYSICAL | APIC_DM_FIXED | RESCHEDULE_VECTOR);
+	while (READ_ONCE(*icr) & APIC_ICR_BUSY)
+		cpu_relax();
 	WRITE_ONCE(*icr2, old);
+}
+
+/*
+ * After a self-kick: wait (bounded) until the IPI is pending in the IRR, so
+ * that the VM-entry finds it and exits before the guest's first
+ * instruction. The ICR write does not serialize, and delivery takes time.
+ */
+static __always_inline void asi_smt_wait_pending(struct asi_smt *me)
+{
+	u32 reg = APIC_IRR + 0x10 * (RESCHEDULE_VECTOR / 32);
+	u32 bit = BIT(RESCHEDULE_VECTOR % 32);
+	u64 t0 = rdtsc();
+	u32 irr;
+
+	for (;;) {
+		if (me->x2apic)
+			irr = __rdmsr(APIC_BASE_MSR + (reg >> 4));
+		else
+			irr = READ_ONCE(*(u32 *)(APIC_BASE + reg));
+		if ((irr & bit) || rdtsc() - t0 > me->timeout)
+			return;
+		cpu_relax();
+	}
 }
 
 /*
@@ -1777,11 +1807,29 @@ static __always_inline void asi_smt_leave(void)
 	WRITE_ONCE(me->waiting, me->waiting - 1);
 }
 
-/* Back on domain @asi's table: the sibling may run @asi's guests beside. */
+/*
+ * Back on domain @asi's table: the sibling may run @asi's guests beside.
+ * What this CPU brought in since it left, the sibling's next VM-entry
+ * flushes: marked before the state, so that a gate that reads the state
+ * then finds the mark (the mark of asi_smt_leave() may have been used up
+ * while it waited). An NMI that fell back between the table's load and
+ * the store would leave a state that CR3 belies: look again.
+ */
 static __always_inline void asi_smt_on_table(struct asi *asi)
 {
-	if (static_branch_unlikely(&asi_smt_key))
-		WRITE_ONCE(raw_cpu_ptr(&asi_smt)->state, (unsigned long)asi);
+	struct asi_smt *me;
+
+	if (!static_branch_unlikely(&asi_smt_key))
+		return;
+	me = raw_cpu_ptr(&asi_smt);
+	if (READ_ONCE(me->state) == (unsigned long)asi)
+		return;
+	if (READ_ONCE(me->sibling))
+		WRITE_ONCE(*me->sibling_flush, true);
+	WRITE_ONCE(me->state, (unsigned long)asi);
+	barrier();
+	if (__native_read_cr3() != this_cpu_read(asi_cpu.curr_cr3))
+		asi_smt_leave();
 }
 
 /*
@@ -1906,6 +1954,10 @@ noinstr void __asi_exit(enum asi_exit_reason reason)
 			this_cpu_inc(asi_cpu.exits[reason]);
 			asi_trace(asi_exit, this_cpu_read(asi_cpu.curr_id), reason);
 		}
+	} else if (static_branch_unlikely(&asi_smt_key) &&
+		   READ_ONCE(raw_cpu_ptr(&asi_smt)->state) != ASI_SMT_FULL) {
+		/* Relaxed, its state not said yet (VMX's HOST_CR3 load). */
+		asi_smt_leave();
 	}
 	/* Forget the domain only once CR3 is off its table. */
 	barrier();
@@ -2024,8 +2076,11 @@ noinstr bool __asi_handle_fault(struct pt_regs *regs, unsigned long error_code,
  */
 noinstr bool asi_need_flush(void)
 {
-	/* One instruction: an NMI's fallback cannot slip in between. */
-	return this_cpu_xchg(asi_cpu.need_flush, false);
+	/*
+	 * One instruction: an NMI's fallback cannot slip in between. Locked
+	 * (xchg), not this_cpu_xchg(): the SMT sibling writes it too.
+	 */
+	return arch_xchg(raw_cpu_ptr(&asi_cpu.need_flush), false);
 }
 EXPORT_SYMBOL_GPL(asi_need_flush);
 
@@ -2041,7 +2096,6 @@ noinstr void __asi_smt_wake(void)
 	if (READ_ONCE(raw_cpu_ptr(&asi_smt)->state) == ASI_SMT_QUIESCENT)
 		asi_smt_leave();
 }
-EXPORT_SYMBOL_GPL(__asi_smt_wake);
 
 /**
  * __asi_idle_enter() - this CPU halts in idle and touches nothing
@@ -2052,8 +2106,13 @@ EXPORT_SYMBOL_GPL(__asi_smt_wake);
  */
 noinstr void __asi_idle_enter(void)
 {
+	struct asi_smt *me = raw_cpu_ptr(&asi_smt);
+
+	/* What the full table brought in, the sibling's next entry flushes. */
+	if (READ_ONCE(me->sibling))
+		WRITE_ONCE(*me->sibling_flush, true);
 	barrier();
-	WRITE_ONCE(raw_cpu_ptr(&asi_smt)->state, ASI_SMT_QUIESCENT);
+	WRITE_ONCE(me->state, ASI_SMT_QUIESCENT);
 }
 
 /**
@@ -2110,7 +2169,9 @@ noinstr void asi_smt_guest_check(struct asi *asi)
 	if (s == (unsigned long)asi || s == ASI_SMT_QUIESCENT || READ_ONCE(sib->waiting))
 		return;
 	me->self_kicks++;
+	me->self_kicked = true;
 	asi_smt_ipi(me, me->apicid);
+	asi_smt_wait_pending(me);
 }
 EXPORT_SYMBOL_GPL(asi_smt_guest_check);
 
@@ -2150,6 +2211,7 @@ noinstr bool asi_smt_guest_exit(void)
 	struct asi_smt *me = raw_cpu_ptr(&asi_smt);
 
 	WRITE_ONCE(me->guest, NULL);
+	me->self_kicked = false;
 	if (!READ_ONCE(me->kicked))
 		return false;
 	WRITE_ONCE(me->kicked, false);
@@ -2169,9 +2231,14 @@ EXPORT_SYMBOL_GPL(asi_smt_guest_exit);
  */
 void asi_smt_backoff(enum asi_smt_verdict why)
 {
-	struct asi_smt *me = raw_cpu_ptr(&asi_smt), *sib = READ_ONCE(me->sibling);
+	struct asi_smt *me, *sib;
+	bool yield;
 
-	if (why == ASI_SMT_WAIT_DOMAIN && sib && me->cpu > sib->cpu) {
+	me = get_cpu_ptr(&asi_smt);
+	sib = READ_ONCE(me->sibling);
+	yield = why == ASI_SMT_WAIT_DOMAIN && sib && me->cpu > sib->cpu;
+	put_cpu_ptr(&asi_smt);
+	if (yield) {
 		/* It blocks: counted as KVM counts leaving before HLT blocks. */
 		local_irq_disable();
 		__asi_exit(ASI_EXIT_SCHED);
@@ -2187,7 +2254,7 @@ EXPORT_SYMBOL_GPL(asi_smt_backoff);
  * __asi_guest_window() - note when this CPU entered or left guest mode
  * @end: right after the VM-entry instruction returned (else right before)
  *
- * Noinstr, while asi:asi_guest is traced: the first entry and the last
+ * Noinstr, while asi_smt:asi_guest is traced: the first entry and the last
  * exit of a run of VM-entries, for asi_trace_guest_window().
  */
 noinstr void __asi_guest_window(bool end)
@@ -2195,6 +2262,17 @@ noinstr void __asi_guest_window(bool end)
 	struct asi_smt *me = raw_cpu_ptr(&asi_smt);
 	u64 t = rdtsc();
 
+	/*
+	 * A VM-entry with the self-kick pending in the IRR exits before the
+	 * guest's first instruction: counted, not guest time.
+	 */
+	if (me->self_kicked) {
+		if (end) {
+			me->self_kicked = false;
+			me->immediate++;
+		}
+		return;
+	}
 	if (end)
 		me->win_end = t;
 	else if (!me->win_start)
@@ -2214,17 +2292,23 @@ void asi_trace_guest_window(struct asi *asi)
 {
 	struct asi_smt *me = this_cpu_ptr(&asi_smt);
 
-	if (!me->win_start)
+	if (!me->win_start && !me->immediate)
 		return;
 	if (me->win_end >= me->win_start)
-		trace_asi_guest(asi->id, me->win_start, me->win_end);
+		trace_asi_guest(asi->id, me->win_start, me->win_end, me->immediate);
 	me->win_start = 0;
 	me->win_end = 0;
+	me->immediate = 0;
 }
 EXPORT_SYMBOL_GPL(asi_trace_guest_window);
 
 int asi_guest_trace_reg(void)
 {
+	unsigned int cpu;
+
+	/* A window noted before the event was last disabled is stale. */
+	for_each_possible_cpu(cpu)
+		per_cpu(asi_smt, cpu).win_start = 0;
 	static_branch_inc(&asi_guest_trace_key);
 	return 0;
 }
@@ -2820,6 +2904,19 @@ static const struct file_operations asi_residue_fops = {
 static bool asi_smt_wanted = true;
 static DEFINE_MUTEX(asi_smt_lock);
 
+/*
+ * After the protocol was off, no CPU's state can be trusted: each CPU sets
+ * its own to the full table (it is in an interrupt handler), and a guest
+ * that ran unchecked exits on this very IPI.
+ */
+static void asi_smt_resync(void *unused)
+{
+	struct asi_smt *me = this_cpu_ptr(&asi_smt);
+
+	WRITE_ONCE(me->guest, NULL);
+	WRITE_ONCE(me->state, ASI_SMT_FULL);
+}
+
 static struct asi_smt *asi_smt_init_cpu(unsigned int cpu)
 {
 	struct asi_smt *st = per_cpu_ptr(&asi_smt, cpu);
@@ -2857,8 +2954,21 @@ static int asi_smt_cpu_online(unsigned int cpu)
 	smp_wmb();
 	WRITE_ONCE(me->sibling, sib);
 	WRITE_ONCE(sib->sibling, me);
-	if (READ_ONCE(asi_smt_wanted))
+	if (!READ_ONCE(asi_smt_wanted))
+		return 0;
+	if (!static_branch_unlikely(&asi_smt_key)) {
+		/* The states were not kept while the key was off. */
+		WRITE_ONCE(sib->state, ASI_SMT_FULL);
 		static_branch_enable_cpuslocked(&asi_smt_key);
+	}
+	/*
+	 * A guest running on the sibling entered with no sibling to claim
+	 * the core from: make it exit and come back through the gate, and
+	 * both CPUs' next VM-entries flush what bring-up brought in.
+	 */
+	per_cpu(asi_cpu, cpu).need_flush = true;
+	WRITE_ONCE(per_cpu(asi_cpu, other).need_flush, true);
+	smp_call_function_single(other, asi_smt_resync, NULL, 1);
 	return 0;
 }
 
@@ -2871,6 +2981,8 @@ static int asi_smt_cpu_dead(unsigned int cpu)
 	WRITE_ONCE(me->sibling, NULL);
 	WRITE_ONCE(me->guest, NULL);
 	WRITE_ONCE(me->waiting, 0);
+	WRITE_ONCE(me->kicked, false);
+	me->win_start = 0;
 	WRITE_ONCE(me->state, ASI_SMT_FULL);
 	return 0;
 }
@@ -2879,31 +2991,34 @@ static unsigned int asi_smt_pairs(void)
 {
 	unsigned int cpu, n = 0;
 
-	for_each_online_cpu(cpu)
-		n += per_cpu(asi_smt, cpu).sibling && cpu < per_cpu(asi_smt, cpu).sibling->cpu;
+	for_each_online_cpu(cpu) {
+		struct asi_smt *sib = READ_ONCE(per_cpu(asi_smt, cpu).sibling);
+
+		n += sib && cpu < sib->cpu;
+	}
 	return n;
 }
 
 /*
- * After the protocol was off, no CPU's state can be trusted: each CPU sets
- * its own to the full table (it is in an interrupt handler), and a guest
- * that ran unchecked exits on this very IPI.
+ * Turning the protocol on: while the key is off nothing reads the states,
+ * so set them all to the full table (and every CPU's next VM-entry to
+ * flush) first; the gates then refuse until each CPU states its own. A
+ * guest that entered while the protocol was off holds no mark: the
+ * resync IPI makes it exit. The write returns once every CPU took it.
  */
-static void asi_smt_resync(void *unused)
-{
-	struct asi_smt *me = this_cpu_ptr(&asi_smt);
-
-	WRITE_ONCE(me->guest, NULL);
-	WRITE_ONCE(me->state, ASI_SMT_FULL);
-}
-
 static void asi_smt_set(bool on)
 {
+	unsigned int cpu;
+
 	mutex_lock(&asi_smt_lock);
 	WRITE_ONCE(asi_smt_wanted, on);
 	if (!on) {
 		static_branch_disable(&asi_smt_key);
 	} else if (asi_smt_pairs()) {
+		for_each_possible_cpu(cpu) {
+			WRITE_ONCE(per_cpu(asi_smt, cpu).state, ASI_SMT_FULL);
+			WRITE_ONCE(per_cpu(asi_cpu, cpu).need_flush, true);
+		}
 		static_branch_enable(&asi_smt_key);
 		on_each_cpu(asi_smt_resync, NULL, 1);
 	}
@@ -2960,27 +3075,37 @@ static const struct file_operations asi_smt_fops = {
 	.release	= single_release,
 };
 
-static void __init asi_smt_init(void)
+static int __init asi_smt_init(void)
 {
-	int ret;
+	int dead, ret;
 
-	ret = cpuhp_setup_state_nocalls(CPUHP_BP_PREPARE_DYN, "x86/asi/smt:dead",
-					NULL, asi_smt_cpu_dead);
-	if (ret < 0)
+	if (!asi_enabled())
+		return 0;
+	dead = cpuhp_setup_state_nocalls(CPUHP_BP_PREPARE_DYN, "x86/asi/smt:dead",
+					 NULL, asi_smt_cpu_dead);
+	if (dead < 0) {
+		ret = dead;
 		goto fail;
+	}
 	ret = cpuhp_setup_state(CPUHP_AP_ONLINE_DYN, "x86/asi/smt:online",
 				asi_smt_cpu_online, NULL);
-	if (ret < 0)
+	if (ret < 0) {
+		cpuhp_remove_state_nocalls(dead);
 		goto fail;
+	}
 	if (asi_smt_pairs())
 		pr_info("SMT: %u cores with two CPUs online: sibling protocol on\n",
 			asi_smt_pairs());
 	else
 		pr_info("SMT: no core with two CPUs online: sibling protocol off\n");
-	return;
+	return 0;
 fail:
 	pr_err("SMT: cannot track CPU hotplug (%d): sibling protocol off\n", ret);
+	return 0;
 }
+
+/* After asi_report(): its line says whether ASI is on at all. */
+late_initcall_sync(asi_smt_init);
 
 static int __init asi_report(void)
 {
@@ -3001,7 +3126,6 @@ static int __init asi_report(void)
 		debugfs_create_file("bench", 0600, dir, NULL, &asi_bench_fops);
 		debugfs_create_file("secrets", 0400, dir, NULL, &asi_secrets_fops);
 		debugfs_create_file("smt", 0600, dir, NULL, &asi_smt_fops);
-		asi_smt_init();
 #if IS_ENABLED(CONFIG_MITIGATION_ADDRESS_SPACE_ISOLATION_KUNIT_TEST)
 		debugfs_create_file("residue", 0600, dir, NULL, &asi_residue_fops);
 #endif

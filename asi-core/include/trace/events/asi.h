@@ -12,7 +12,6 @@
 
 #include <linux/tracepoint.h>
 #include <linux/asi.h>
-#include <asm/msr.h>
 
 /* The reasons' values, for tools that read the format from tracefs. */
 TRACE_DEFINE_ENUM(ASI_EXIT_OWNER);
@@ -107,49 +106,6 @@ TRACE_EVENT(asi_fault,
 	TP_printk("domain=%u address=%#lx ip=%pS error_code=%#lx irq=%d",
 		  __entry->domain, __entry->address, (void *)__entry->ip,
 		  __entry->error_code, __entry->irq)
-);
-
-u64 asi_tsc_to_ns(u64 cycles);
-int asi_guest_trace_reg(void);
-void asi_guest_trace_unreg(void);
-
-/**
- * asi_guest - a CPU ran a VM's guest
- * @domain: the VM's domain
- * @start: TSC right before the first VM-entry instruction of the run
- * @end: TSC right after the last one returned
- *
- * Emitted by KVM after the VM-exit (and any exits handled in its fast
- * path, re-entering the guest), for tools that need guest time to the
- * instruction (kvm_entry and kvm_exit are traced some way before and
- * after). The window is given as ns before the event, both ends from one
- * TSC read as the event is filled in: on any trace clock it is placed
- * within the time from the event's timestamp to that read (no fault or
- * wait can come in between: the ring buffer is reached first). While the
- * event is enabled KVM reads the TSC twice per VM-entry.
- */
-TRACE_EVENT_FN(asi_guest,
-	TP_PROTO(unsigned int domain, u64 start, u64 end),
-	TP_ARGS(domain, start, end),
-
-	TP_STRUCT__entry(
-		__field(unsigned int,	domain)
-		__field(u64,		entry_ago_ns)
-		__field(u64,		exit_ago_ns)
-	),
-
-	TP_fast_assign(
-		u64 now = rdtsc();
-
-		__entry->domain = domain;
-		__entry->entry_ago_ns = asi_tsc_to_ns(now - start);
-		__entry->exit_ago_ns = now > end ? asi_tsc_to_ns(now - end) : 0;
-	),
-
-	TP_printk("domain=%u entry_ago_ns=%llu exit_ago_ns=%llu", __entry->domain,
-		  __entry->entry_ago_ns, __entry->exit_ago_ns),
-
-	asi_guest_trace_reg, asi_guest_trace_unreg
 );
 
 #endif /* _TRACE_ASI_H */

@@ -429,7 +429,7 @@ static __always_inline void asi_nmi_enter(void)
 }
 
 /*
- * The guest's time in guest mode, for tracing (asi:asi_guest): the TSC
+ * The guest's time in guest mode, for tracing (asi_smt:asi_guest): the TSC
  * right before the VM-entry instruction and right after it returned.
  */
 void __asi_guest_window(bool end);

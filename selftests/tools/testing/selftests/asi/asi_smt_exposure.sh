@@ -5,7 +5,7 @@
 # one core (QEMU -smp 2,sockets=1,cores=1,threads=2), two VMM processes
 # run a VM with two vCPUs each (exits that fall back and exits that do
 # not, host timer interrupts, and NMI storms sent to both CPUs by sysrq
-# "l") while the asi events (asi_guest included), kvm_entry/kvm_exit and
+# "l") while the asi and asi_smt (asi_guest) events, kvm_entry/kvm_exit and
 # sched_switch are traced; asi-pt exposure then adds up the time one
 # sibling ran a guest while the other ran on the full kernel table, or
 # another VM's guest or domain.
@@ -39,7 +39,7 @@ if [ "$1" = --trace ]; then
 	echo 0 >"$tr/tracing_on"
 	echo >"$tr/trace"
 	echo 16384 >"$tr/buffer_size_kb"
-	for e in asi/enable kvm/kvm_entry/enable kvm/kvm_exit/enable \
+	for e in asi/enable asi_smt/enable kvm/kvm_entry/enable kvm/kvm_exit/enable \
 		 sched/sched_switch/enable; do
 		echo 1 >"$tr/events/$e" || { echo "FAIL: cannot enable $e"; exit 1; }
 	done
@@ -105,6 +105,7 @@ measure() {
 	echo "$level" >/proc/sys/kernel/printk
 	[ $rc -eq 0 ] || { echo "FAIL: the two VMs did not run (protocol $1):"; tail -20 "$2.vms"; exit 1; }
 	[ -s "$2" ] || { echo "FAIL: no trace recorded (protocol $1)"; exit 1; }
+	grep -h 'core-scheduling cookies' "$2.vms" | sed 's/^/  /'
 	echo "protocol $1: trace of $(grep -vc '^#' "$2") events," \
 	     "$(grep -c 'asi_guest:' "$2") guest windows"
 	grep -q 'LOST' "$2" && echo "note: the trace lost events (buffer full)"

@@ -17,7 +17,9 @@
  * VMs' debugfs folders as /sys/kernel/debug/kvm/$ASI_TEST_PID-*.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
+#include <sys/prctl.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +47,9 @@ struct vcpu_info {
 	pthread_t thread;
 	uint64_t syncs;
 	uint64_t user_exits;
+	/* The vCPU thread's core-scheduling cookie after its first KVM_RUN. */
+	unsigned long cookie;
+	int cookie_err;
 };
 
 static struct kvm_vm *vms[MAX_VMS];
@@ -78,6 +83,10 @@ static void *vcpu_thread(void *arg)
 
 	while (!READ_ONCE(stop)) {
 		vcpu_run(vcpu);
+		if (!vi->syncs && !vi->user_exits &&
+		    prctl(PR_SCHED_CORE, PR_SCHED_CORE_GET, 0, PR_SCHED_CORE_SCOPE_THREAD,
+			  (unsigned long)&vi->cookie))
+			vi->cookie_err = errno;
 		switch (get_ucall(vcpu, &uc)) {
 		case UCALL_SYNC:
 			vi->syncs++;
@@ -97,6 +106,56 @@ static void *vcpu_thread(void *arg)
 		}
 	}
 	return NULL;
+}
+
+/* A "0"/"1" or "N"/"Y" file: its first character, or 0 if unreadable. */
+static char read_flag(const char *path)
+{
+	char c = 0;
+	FILE *f = fopen(path, "r");
+
+	if (f) {
+		if (fread(&c, 1, 1, f) != 1)
+			c = 0;
+		fclose(f);
+	}
+	return c;
+}
+
+/*
+ * With ASI on and SMT active, KVM gives each VM's vCPU tasks a
+ * core-scheduling cookie of the VM's own (kvm.asi_core_sched): non-zero,
+ * the same for a VM's vCPUs, another for each VM. Otherwise none.
+ */
+static void check_cookies(bool on)
+{
+	bool want = on && read_flag("/sys/devices/system/cpu/smt/active") == '1' &&
+		    read_flag("/sys/module/kvm/parameters/asi_core_sched") == 'Y';
+	int i, j, k;
+
+	printf("core-scheduling cookies %s:", want ? "expected" : "not expected");
+	for (i = 0; i < nr_vms; i++)
+		for (j = 0; j < nr_vcpus; j++)
+			printf(" %d.%d=%s", i, j, info[i][j].cookie ? "set" : "none");
+	printf("\n");
+	for (i = 0; i < nr_vms; i++) {
+		for (j = 0; j < nr_vcpus; j++) {
+			struct vcpu_info *vi = &info[i][j];
+
+			/* EINVAL: a kernel without core scheduling. */
+			TEST_ASSERT(!vi->cookie_err || (!want && vi->cookie_err == EINVAL),
+				    "PR_SCHED_CORE_GET: errno %d", vi->cookie_err);
+			TEST_ASSERT(!want == !vi->cookie, "VM %d vCPU %d: cookie %s", i, j,
+				    vi->cookie ? "set" : "none");
+			if (!want)
+				continue;
+			TEST_ASSERT(vi->cookie == info[i][0].cookie,
+				    "VM %d: vCPUs 0 and %d have different cookies", i, j);
+			for (k = 0; k < i; k++)
+				TEST_ASSERT(vi->cookie != info[k][0].cookie,
+					    "VMs %d and %d share a cookie", k, i);
+		}
+	}
 }
 
 static bool asi_is_on(void)
@@ -307,6 +366,7 @@ int main(int argc, char *argv[])
 			    v[1] + v[2] + v[3] + v[4] + v[5]);
 	}
 	printf("%lu vCPU migrations, %lu syncs\n", migrations, syncs);
+	check_cookies(on);
 
 	for (i = 0; i < nr_vms; i++)
 		kvm_vm_free(vms[i]);
