@@ -59,6 +59,9 @@ for setting in idle busy; do
 			[ $rc -eq 0 ] || { echo "FAIL: asi_exits_test ($setting, protocol $mode):"
 					   tail -20 "$out/$setting.$mode.$r"; echo on >"$smt"; exit 1; }
 			echo "$c0 $c1" >"$out/$setting.$mode.$r.smt"
+			# Progress on the console (the harness's idle timeout).
+			echo "run $r, sibling $setting, protocol $mode: done" \
+			     "($(grep -c '^bench: ' "$out/$setting.$mode.$r") bench lines)"
 		done
 		r=$((r + 1))
 	done
