@@ -1667,6 +1667,7 @@ EXPORT_SYMBOL_GPL(asi_test_translates);
  * @win_end: TSC at the last VM-exit (tracing only)
  * @self_kicked: asi_smt_guest_check() made this VM-entry exit at once
  * @immediate: such VM-entries in the current run (tracing only)
+ * @kick_pending: a kick to trace once on the full table: 1 + the wait
  * @kicks: kicks sent to the sibling
  * @waits: waits for the sibling to leave guest mode
  * @wait_cycles: TSC cycles spent in them
@@ -1691,6 +1692,7 @@ struct asi_smt {
 	u64 win_end;
 	bool self_kicked;
 	unsigned int immediate;
+	u64 kick_pending;
 	unsigned long kicks;
 	unsigned long waits;
 	unsigned long wait_cycles;
@@ -1769,7 +1771,7 @@ static __always_inline void asi_smt_wait_pending(struct asi_smt *me)
 static __always_inline void asi_smt_leave(void)
 {
 	struct asi_smt *me, *sib;
-	u64 t0;
+	u64 t0, t;
 
 	if (!static_branch_unlikely(&asi_smt_key))
 		return;
@@ -1802,9 +1804,28 @@ static __always_inline void asi_smt_leave(void)
 		}
 		cpu_relax();
 	}
-	me->wait_cycles += rdtsc() - t0;
+	t = rdtsc() - t0;
+	me->wait_cycles += t;
 	me->waits++;
 	WRITE_ONCE(me->waiting, me->waiting - 1);
+	/* For the tracepoint, once on the full table (asi_smt_trace_kick()). */
+	me->kick_pending = t + 1;
+}
+
+/* On the full table now: trace the kick of the asi_smt_leave() just done. */
+static __always_inline void asi_smt_trace_kick(void)
+{
+	struct asi_smt *me;
+	u64 t;
+
+	if (!static_branch_unlikely(&asi_smt_key))
+		return;
+	me = raw_cpu_ptr(&asi_smt);
+	t = me->kick_pending;
+	if (!t)
+		return;
+	me->kick_pending = 0;
+	asi_trace(asi_smt_kick, me->sibling ? me->sibling->cpu : 0, asi_tsc_to_ns(t - 1));
 }
 
 /*
@@ -1828,8 +1849,10 @@ static __always_inline void asi_smt_on_table(struct asi *asi)
 		WRITE_ONCE(*me->sibling_flush, true);
 	WRITE_ONCE(me->state, (unsigned long)asi);
 	barrier();
-	if (__native_read_cr3() != this_cpu_read(asi_cpu.curr_cr3))
+	if (__native_read_cr3() != this_cpu_read(asi_cpu.curr_cr3)) {
 		asi_smt_leave();
+		asi_smt_trace_kick();
+	}
 }
 
 /*
@@ -1948,6 +1971,7 @@ noinstr void __asi_exit(enum asi_exit_reason reason)
 	if (__native_read_cr3() == this_cpu_read(asi_cpu.curr_cr3)) {
 		asi_smt_leave();
 		asi_load_full();
+		asi_smt_trace_kick();
 		this_cpu_write(asi_cpu.need_flush, true);
 		if (reason < ASI_EXIT_NR &&
 		    this_cpu_read(asi_cpu.fallbacks) == fallbacks) {
@@ -1958,6 +1982,7 @@ noinstr void __asi_exit(enum asi_exit_reason reason)
 		   READ_ONCE(raw_cpu_ptr(&asi_smt)->state) != ASI_SMT_FULL) {
 		/* Relaxed, its state not said yet (VMX's HOST_CR3 load). */
 		asi_smt_leave();
+		asi_smt_trace_kick();
 	}
 	/* Forget the domain only once CR3 is off its table. */
 	barrier();
@@ -2049,6 +2074,7 @@ noinstr bool __asi_handle_fault(struct pt_regs *regs, unsigned long error_code,
 
 	asi_smt_leave();
 	asi_load_full();
+	asi_smt_trace_kick();
 	this_cpu_write(asi_cpu.need_flush, true);
 	this_cpu_inc(asi_cpu.fallbacks);
 	if (preempt_count() & (NMI_MASK | HARDIRQ_MASK))
@@ -2093,8 +2119,10 @@ EXPORT_SYMBOL_GPL(asi_need_flush);
  */
 noinstr void __asi_smt_wake(void)
 {
-	if (READ_ONCE(raw_cpu_ptr(&asi_smt)->state) == ASI_SMT_QUIESCENT)
+	if (READ_ONCE(raw_cpu_ptr(&asi_smt)->state) == ASI_SMT_QUIESCENT) {
 		asi_smt_leave();
+		asi_smt_trace_kick();
+	}
 }
 
 /**
@@ -2234,6 +2262,7 @@ void asi_smt_backoff(enum asi_smt_verdict why)
 	struct asi_smt *me, *sib;
 	bool yield;
 
+	trace_asi_smt_wait(why);
 	me = get_cpu_ptr(&asi_smt);
 	sib = READ_ONCE(me->sibling);
 	yield = why == ASI_SMT_WAIT_DOMAIN && sib && me->cpu > sib->cpu;
@@ -2905,9 +2934,9 @@ static bool asi_smt_wanted = true;
 static DEFINE_MUTEX(asi_smt_lock);
 
 /*
- * After the protocol was off, no CPU's state can be trusted: each CPU sets
- * its own to the full table (it is in an interrupt handler), and a guest
- * that ran unchecked exits on this very IPI.
+ * Run on a CPU by IPI, when the protocol is turned on or the CPU gets a
+ * sibling: it sets its own state to the full table (it is in an interrupt
+ * handler), and a guest it ran unchecked exits on this very IPI.
  */
 static void asi_smt_resync(void *unused)
 {

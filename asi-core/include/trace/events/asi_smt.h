@@ -65,6 +65,54 @@ TRACE_EVENT_FN(asi_guest,
 	asi_guest_trace_reg, asi_guest_trace_unreg
 );
 
+/**
+ * asi_smt_kick - a CPU left its table while its sibling ran a guest
+ * @sibling: the sibling CPU, kicked out of guest mode
+ * @wait_ns: how long this CPU then waited for it, touching nothing
+ *
+ * Emitted once on the full table, after the wait; an idle CPU's wakeup
+ * may come where RCU does not watch, where it is counted in asi/cpus's
+ * trace_missed instead.
+ */
+TRACE_EVENT(asi_smt_kick,
+	TP_PROTO(unsigned int sibling, u64 wait_ns),
+	TP_ARGS(sibling, wait_ns),
+
+	TP_STRUCT__entry(
+		__field(unsigned int,	sibling)
+		__field(u64,		wait_ns)
+	),
+
+	TP_fast_assign(
+		__entry->sibling = sibling;
+		__entry->wait_ns = wait_ns;
+	),
+
+	TP_printk("sibling=%u wait_ns=%llu", __entry->sibling, __entry->wait_ns)
+);
+
+/**
+ * asi_smt_wait - the gate put a VM-entry off
+ * @why: 1 the sibling ran on the full table, 2 in another domain
+ *	(enum asi_smt_verdict)
+ *
+ * Emitted with interrupts on, before the vCPU tries again.
+ */
+TRACE_EVENT(asi_smt_wait,
+	TP_PROTO(unsigned int why),
+	TP_ARGS(why),
+
+	TP_STRUCT__entry(
+		__field(unsigned int,	why)
+	),
+
+	TP_fast_assign(
+		__entry->why = why;
+	),
+
+	TP_printk("why=%s", __entry->why == 1 ? "full" : "domain")
+);
+
 #endif /* _TRACE_ASI_SMT_H */
 
 #include <trace/define_trace.h>

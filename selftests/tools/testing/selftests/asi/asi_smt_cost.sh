@@ -39,16 +39,19 @@ for setting in idle busy; do
 	r=1
 	while [ $r -le "$reps" ]; do
 		for mode in on off; do
-			echo "$mode" >"$smt" || { echo "FAIL: cannot turn the protocol $mode"; exit 1; }
+			echo "$mode" >"$smt" ||
+				{ echo "FAIL: cannot turn the protocol $mode"; exit 1; }
 			bg=
 			if [ $setting = busy ]; then
 				(while [ ! -e "$out/stop" ]; do
-					ASI_EXITS_ALLOW_FALLBACKS=1 asi_on_cpu 1 "$exits" >/dev/null 2>&1
+					ASI_EXITS_ALLOW_FALLBACKS=1 \
+						asi_on_cpu 1 "$exits" >/dev/null 2>&1
 				done) &
 				bg=$!
 			fi
 			c0=$(smt_counts)
-			ASI_EXITS_ALLOW_FALLBACKS=1 asi_on_cpu 0 "$exits" >"$out/$setting.$mode.$r" 2>&1
+			ASI_EXITS_ALLOW_FALLBACKS=1 \
+				asi_on_cpu 0 "$exits" >"$out/$setting.$mode.$r" 2>&1
 			rc=$?
 			c1=$(smt_counts)
 			if [ -n "$bg" ]; then
@@ -56,8 +59,12 @@ for setting in idle busy; do
 				wait "$bg"
 				rm -f "$out/stop"
 			fi
-			[ $rc -eq 0 ] || { echo "FAIL: asi_exits_test ($setting, protocol $mode):"
-					   tail -20 "$out/$setting.$mode.$r"; echo on >"$smt"; exit 1; }
+			if [ $rc -ne 0 ]; then
+				echo "FAIL: asi_exits_test ($setting, protocol $mode):"
+				tail -20 "$out/$setting.$mode.$r"
+				echo on >"$smt"
+				exit 1
+			fi
 			echo "$c0 $c1" >"$out/$setting.$mode.$r.smt"
 			# Progress on the console (the harness's idle timeout).
 			echo "run $r, sibling $setting, protocol $mode: done" \
@@ -93,12 +100,14 @@ for setting in idle busy; do
 	while [ $r -le "$reps" ]; do
 		set -- $(cat "$out/$setting.on.$r.smt")
 		k=$((k + $3 - $1)) rf=$((rf + $4 - $2))
-		ex=$((ex + $(awk '/^bench: / { sub("exits=", "", $4); s += $4 } END { print s + 0 }' \
-			"$out/$setting.on.$r")))
+		n=$(awk '/^bench: / { sub("exits=", "", $4); s += $4 } END { print s + 0 }' \
+			"$out/$setting.on.$r")
+		ex=$((ex + n))
 		r=$((r + 1))
 	done
 	awk -v k=$k -v r=$rf -v x=$ex 'BEGIN {
-		printf "  protocol on: %d kicks, %d refused VM-entries in %d exits: %.2f and %.2f per 1,000 exits\n",
-		       k, r, x, x ? 1000 * k / x : 0, x ? 1000 * r / x : 0 }'
+		printf "  protocol on: %d kicks, %d refused VM-entries in %d exits:", k, r, x
+		printf " %.2f and %.2f per 1,000 exits\n",
+		       x ? 1000 * k / x : 0, x ? 1000 * r / x : 0 }'
 done
 exit 0

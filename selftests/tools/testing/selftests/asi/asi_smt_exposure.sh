@@ -88,7 +88,11 @@ case "$sib" in
 *)	echo "SKIP: CPU 0 has no SMT sibling (thread_siblings_list: '$sib')"; exit 4 ;;
 esac
 echo "CPU 0's siblings: $sib"
-grep -q '^protocol: on' "$smt" || { echo "FAIL: the sibling protocol is not on:"; cat "$smt"; exit 1; }
+if ! grep -q '^protocol: on' "$smt"; then
+	echo "FAIL: the sibling protocol is not on:"
+	cat "$smt"
+	exit 1
+fi
 
 # measure MODE TRACE: run the two VMs with the protocol MODE, trace them,
 # leave the exposure in ns in $ns and asi-pt's report in TRACE.out.
@@ -103,7 +107,11 @@ measure() {
 		>"$2.vms" 2>&1
 	rc=$?
 	echo "$level" >/proc/sys/kernel/printk
-	[ $rc -eq 0 ] || { echo "FAIL: the two VMs did not run (protocol $1):"; tail -20 "$2.vms"; exit 1; }
+	if [ $rc -ne 0 ]; then
+		echo "FAIL: the two VMs did not run (protocol $1):"
+		tail -20 "$2.vms"
+		exit 1
+	fi
 	[ -s "$2" ] || { echo "FAIL: no trace recorded (protocol $1)"; exit 1; }
 	grep -h 'core-scheduling cookies' "$2.vms" | sed 's/^/  /'
 	echo "protocol $1: trace of $(grep -vc '^#' "$2") events," \
@@ -127,6 +135,13 @@ measure() {
 	self=$(($9 - $4)) timeouts=$((${10} - $5))
 	echo "  asi/smt while traced: $kicks kicks, $waits waits, $refusals entries refused," \
 	     "$self self-kicks, $timeouts timeouts"
+	kick_events=$(grep -c 'asi_smt_kick:' "$2")
+	wait_events=$(grep -c 'asi_smt_wait:' "$2")
+	echo "  traced: $kick_events asi_smt_kick, $wait_events asi_smt_wait events"
+	if [ "$kicks" -gt 0 ] && [ "$kick_events" -eq 0 ]; then
+		echo "FAIL: $kicks kicks counted while traced, no asi_smt_kick event"
+		exit 1
+	fi
 	sed 's/^/  /' "$smt"
 }
 
@@ -140,9 +155,11 @@ echo on >"$smt"
 echo "exposure with the sibling protocol: $on_ns ns; without: $off_ns ns"
 fail=0
 if [ "$on_ns" -ne 0 ]; then
-	echo "FAIL: exposure $on_ns ns with the sibling protocol on; the first intervals, and the trace around them:"
+	echo "FAIL: exposure $on_ns ns with the sibling protocol on;" \
+	     "the first intervals, and the trace around them:"
 	"$pt" exposure --list 10 "$trace.on" | grep '^  exposed at'
-	"$pt" exposure --list 1 "$trace.on" | sed -n 's/^  exposed at \([0-9.]*\) for \([0-9]*\) ns.*/\1 \2/p' |
+	"$pt" exposure --list 1 "$trace.on" |
+	sed -n 's/^  exposed at \([0-9.]*\) for \([0-9]*\) ns.*/\1 \2/p' |
 	while read -r at dt; do
 		echo "--- around $at:"
 		awk -v a="$at" -v d="$dt" '!/^#/ {
