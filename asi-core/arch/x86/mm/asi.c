@@ -1812,6 +1812,15 @@ static __always_inline void asi_smt_leave(void)
 	me->kick_pending = t + 1;
 }
 
+/* Out of line and instrumentable: only ever called on the full table. */
+static noinline void asi_smt_emit_kick(unsigned int sibling, u64 cycles)
+{
+	if (rcu_is_watching())
+		trace_asi_smt_kick(sibling, asi_tsc_to_ns(cycles));
+	else
+		this_cpu_inc(asi_cpu.trace_missed);
+}
+
 /* On the full table now: trace the kick of the asi_smt_leave() just done. */
 static __always_inline void asi_smt_trace_kick(void)
 {
@@ -1825,7 +1834,10 @@ static __always_inline void asi_smt_trace_kick(void)
 	if (!t)
 		return;
 	me->kick_pending = 0;
-	asi_trace(asi_smt_kick, me->sibling ? me->sibling->cpu : 0, asi_tsc_to_ns(t - 1));
+	instrumentation_begin();
+	if (trace_asi_smt_kick_enabled())
+		asi_smt_emit_kick(me->sibling ? me->sibling->cpu : 0, t - 1);
+	instrumentation_end();
 }
 
 /*
