@@ -1663,6 +1663,7 @@ EXPORT_SYMBOL_GPL(asi_test_translates);
  * @sibling_apicid: the sibling's
  * @x2apic: the local APIC is in x2APIC mode
  * @timeout: TSC cycles after which a wait gives up (with a count)
+ * @gate_spin: TSC cycles the gate waits for a sibling on the full table
  * @win_start: TSC at the first VM-entry of the current run (tracing only)
  * @win_end: TSC at the last VM-exit (tracing only)
  * @self_kicked: asi_smt_guest_check() made this VM-entry exit at once
@@ -1688,6 +1689,7 @@ struct asi_smt {
 	u32 sibling_apicid;
 	bool x2apic;
 	u64 timeout;
+	u64 gate_spin;
 	u64 win_start;
 	u64 win_end;
 	bool self_kicked;
@@ -2085,6 +2087,15 @@ noinstr bool __asi_handle_fault(struct pt_regs *regs, unsigned long error_code,
 	}
 
 	asi_smt_leave();
+	/*
+	 * An NMI that fell back while asi_smt_leave() waited counted this
+	 * very switch: retry on the full table it loaded, uncounted.
+	 */
+	if (static_branch_unlikely(&asi_smt_key) &&
+	    __native_read_cr3() != this_cpu_read(asi_cpu.curr_cr3)) {
+		asi_smt_trace_kick();
+		return true;
+	}
 	asi_load_full();
 	asi_smt_trace_kick();
 	this_cpu_write(asi_cpu.need_flush, true);
@@ -2171,18 +2182,33 @@ noinstr enum asi_smt_verdict asi_smt_guest_enter(struct asi *asi)
 {
 	struct asi_smt *me = raw_cpu_ptr(&asi_smt), *sib;
 	unsigned long s;
+	u64 t0;
 
 	asi_enter(asi);
 	sib = READ_ONCE(me->sibling);
 	if (!sib)
 		return ASI_SMT_GO;
-	WRITE_ONCE(me->guest, asi);
-	/* The mark before the sibling's state: see asi_smt_leave(). */
-	smp_mb();
-	s = READ_ONCE(sib->state);
-	if (s == (unsigned long)asi || s == ASI_SMT_QUIESCENT)
-		return ASI_SMT_GO;
-	WRITE_ONCE(me->guest, NULL);
+	t0 = rdtsc();
+	for (;;) {
+		WRITE_ONCE(me->guest, asi);
+		/* The mark before the sibling's state: see asi_smt_leave(). */
+		smp_mb();
+		s = READ_ONCE(sib->state);
+		if (s == (unsigned long)asi || s == ASI_SMT_QUIESCENT)
+			return ASI_SMT_GO;
+		WRITE_ONCE(me->guest, NULL);
+		/*
+		 * Beside the full table, wait a little on this table, touching
+		 * nothing, without the mark (a sibling that leaves must not
+		 * wait for this CPU): two vCPUs of a VM that each fell back on
+		 * their way to the gate would otherwise refuse each other for
+		 * as long as their retries fall back too. While this CPU waits
+		 * its state says @asi, so the sibling's own gate lets it in.
+		 */
+		if (s != ASI_SMT_FULL || rdtsc() - t0 > me->gate_spin)
+			break;
+		cpu_relax();
+	}
 	me->refusals++;
 	return s == ASI_SMT_FULL ? ASI_SMT_WAIT_FULL : ASI_SMT_WAIT_DOMAIN;
 }
@@ -2192,7 +2218,7 @@ EXPORT_SYMBOL_GPL(asi_smt_guest_enter);
  * asi_smt_guest_check() - the last look at the sibling before VM-entry
  * @asi: the VM's domain, entered
  *
- * Noinstr, right before the VM-entry instruction, after the flush. The
+ * Noinstr, after the flush decision, last before the VM-entry code. The
  * sibling cannot have left its table since the gate without waiting for
  * this CPU, unless both waited for each other and it went on first, or a
  * wait timed out: then this CPU sends itself an IPI, so that the VM-entry
@@ -2965,8 +2991,9 @@ static struct asi_smt *asi_smt_init_cpu(unsigned int cpu)
 	st->cpu = cpu;
 	st->apicid = per_cpu(x86_cpu_to_apicid, cpu);
 	st->x2apic = x2apic_mode;
-	/* 10 ms, or about that many cycles if the TSC's rate is unknown. */
+	/* 10 ms and 20 us, or about that many cycles if the TSC's rate is unknown. */
 	st->timeout = (tsc_khz ? tsc_khz : 1000000) * 10ULL;
+	st->gate_spin = (tsc_khz ? tsc_khz : 1000000) / 50;
 	return st;
 }
 

@@ -360,7 +360,7 @@ DECLARE_PER_CPU_ASI(struct asi_cpu_state, asi_cpu);
  *				claims the core for D's guests. Not 0: the
  *				sibling is elsewhere, cancel the entry and
  *				try again (asi_smt_backoff() says how).
- * asi_smt_guest_check()	Right before the VM-entry instruction, noinstr:
+ * asi_smt_guest_check()	After the flush decision, noinstr:
  *				if the sibling left after all, kick this CPU
  *				so that the VM-entry exits at once.
  * asi_smt_guest_exit()	After the VM-exit (and its tracing), IRQs

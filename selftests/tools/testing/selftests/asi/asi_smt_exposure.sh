@@ -97,6 +97,7 @@ fi
 # measure MODE TRACE: run the two VMs with the protocol MODE, trace them,
 # leave the exposure in ns in $ns and asi-pt's report in TRACE.out.
 measure() {
+	tf=$2
 	echo "$1" >"$smt" || { echo "FAIL: cannot turn the protocol $1"; exit 1; }
 	rm -f "$2"
 	level=$(awk '{ print $1 }' /proc/sys/kernel/printk)
@@ -135,8 +136,8 @@ measure() {
 	self=$(($9 - $4)) timeouts=$((${10} - $5))
 	echo "  asi/smt while traced: $kicks kicks, $waits waits, $refusals entries refused," \
 	     "$self self-kicks, $timeouts timeouts"
-	kick_events=$(grep -c 'asi_smt_kick:' "$2")
-	wait_events=$(grep -c 'asi_smt_wait:' "$2")
+	kick_events=$(grep -c 'asi_smt_kick:' "$tf")
+	wait_events=$(grep -c 'asi_smt_wait:' "$tf")
 	echo "  traced: $kick_events asi_smt_kick, $wait_events asi_smt_wait events"
 	if [ "$kicks" -gt 0 ] && [ "$kick_events" -eq 0 ]; then
 		echo "FAIL: $kicks kicks counted while traced, no asi_smt_kick event"
