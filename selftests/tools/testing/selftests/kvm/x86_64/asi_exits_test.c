@@ -591,17 +591,24 @@ static void stats_read(struct stats_reader *r, uint64_t *v)
 		read_stat_data(r->fd, &r->header, r->found[i], &v[i], 1);
 }
 
-static bool asi_is_on(void)
+/* Whether the first line of debugfs file @path is @line; no file: false. */
+static bool first_line_is(const char *path, const char *line)
 {
 	char buf[64] = "";
-	FILE *f = fopen("/sys/kernel/debug/asi/state", "r");
-	bool on;
+	FILE *f = fopen(path, "r");
+	bool is;
 
 	if (!f)
-		return false;	/* compiled out, or no debugfs: see below */
-	on = fgets(buf, sizeof(buf), f) && !strcmp(buf, "enabled: on\n");
+		return false;
+	is = fgets(buf, sizeof(buf), f) && !strcmp(buf, line);
 	fclose(f);
-	return on;
+	return is;
+}
+
+static bool asi_is_on(void)
+{
+	/* No file: compiled out, or no debugfs (see below). */
+	return first_line_is("/sys/kernel/debug/asi/state", "enabled: on\n");
 }
 
 /*
@@ -611,15 +618,7 @@ static bool asi_is_on(void)
  */
 static bool smt_protocol_on(void)
 {
-	char buf[64] = "";
-	FILE *f = fopen("/sys/kernel/debug/asi/smt", "r");
-	bool on;
-
-	if (!f)
-		return false;
-	on = fgets(buf, sizeof(buf), f) && !strcmp(buf, "protocol: on\n");
-	fclose(f);
-	return on;
+	return first_line_is("/sys/kernel/debug/asi/smt", "protocol: on\n");
 }
 
 /*
