@@ -1303,7 +1303,6 @@ static void place_windows(struct cpu_trace *c)
 	if (!c->windows)
 		return;
 	for (size_t i = 0; i < c->n; i++) {
-		c->ev[i].seq = i;
 		if (c->ev[i].type == EV_KVM_ENTRY || c->ev[i].type == EV_KVM_EXIT)
 			c->ev[i].type = EV_OTHER;
 	}
@@ -1803,6 +1802,19 @@ static int cmp_pair_tally(const void *a, const void *b)
 	return cmp_vm_id(x->vm, y->vm) ?: cmp_vm_id(x->other, y->other);
 }
 
+/* An option's decimal value, or die naming @what it counts. */
+static unsigned long long option_number(const char *opt, const char *what, const char *arg)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(arg, &end, 10);
+	if (errno || end == arg || *end || arg[0] == '-')
+		die("%s: not a number of %s: '%s'", opt, what, arg);
+	return v;
+}
+
 /*
  * exposure TRACE: the time a guest of one VM shared its core with a
  * sibling on the full table running a task, in guest mode of another VM,
@@ -1820,8 +1832,6 @@ static int cmd_exposure(int argc, char **argv)
 	char b1[32], b2[32];
 
 	for (int i = 0; i < argc; i++) {
-		char *end;
-
 		if (!strcmp(argv[i], "--siblings") && i + 1 < argc) {
 			siblings = argv[++i];
 		} else if (!strcmp(argv[i], "--sysfs") && i + 1 < argc) {
@@ -1829,15 +1839,9 @@ static int cmd_exposure(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--count-idle")) {
 			count_idle = true;
 		} else if (!strcmp(argv[i], "--list") && i + 1 < argc) {
-			errno = 0;
-			list_max = strtoul(argv[++i], &end, 10);
-			if (errno || end == argv[i] || *end || argv[i][0] == '-')
-				die("--list: not a number of intervals: '%s'", argv[i]);
+			list_max = option_number("--list", "intervals", argv[++i]);
 		} else if (!strcmp(argv[i], "--max-ns") && i + 1 < argc) {
-			errno = 0;
-			max_ns = strtoull(argv[++i], &end, 10);
-			if (errno || end == argv[i] || *end || argv[i][0] == '-')
-				die("--max-ns: not a number of ns: '%s'", argv[i]);
+			max_ns = option_number("--max-ns", "ns", argv[++i]);
 			have_max = true;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			die("exposure: unknown option, or one without its value: '%s'", argv[i]);
