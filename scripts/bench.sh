@@ -6,4 +6,5 @@
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 need_pkgs gnuplot-nox $RUN_PKGS
+need_qemu
 exec python3 "$TOP/benchmarks/bench.py" "$@"

@@ -56,7 +56,70 @@ need_pkgs() {
 BUILD_PKGS="build-essential flex bison bc libelf-dev libssl-dev cpio ccache xz-utils git python3 kmod rsync"
 # checkpatch.pl runs scripts/spdxcheck.py, which needs these.
 CHECK_PKGS="python3-ply python3-git"
-RUN_PKGS="qemu-system-x86 busybox-static"
+RUN_PKGS="busybox-static"	# and QEMU: need_qemu()
+
+# The emulator: QEMU 10 from Debian's bookworm-backports suite. Debian 12's
+# QEMU 7.2 stalls with twelve L2 guests and its multi-threaded TCG can take
+# a host interrupt between VMRUN's exit and KVM's restore of the host's GS
+# base (docs/performance.md); QEMU 10's does not, which the twelve-guest
+# workloads need. The suite is added with a pin at priority 100 (as
+# Debian's own default for backports), so that nothing but what
+# need_qemu() installs, and later upgrades of that, ever comes from it.
+# KVM_ASI_QEMU=system keeps whatever QEMU is installed (with a warning).
+QEMU_SUITE=bookworm-backports
+QEMU_MIN_MAJOR=10
+QEMU_SOURCES=/etc/apt/sources.list.d/kvm-asi-backports.sources
+QEMU_PIN=/etc/apt/preferences.d/kvm-asi-backports
+
+qemu_major() {
+	qemu-system-x86_64 --version 2>/dev/null |
+		sed -n 's/^QEMU emulator version \([0-9]*\)\..*/\1/p'
+}
+
+need_qemu() {
+	local have
+	have=$(qemu_major)
+	[ -n "$have" ] && [ "$have" -ge "$QEMU_MIN_MAJOR" ] && return 0
+	if [ "${KVM_ASI_QEMU:-}" = system ]; then
+		need_pkgs qemu-system-x86
+		note "KVM_ASI_QEMU=system: using $(qemu-system-x86_64 --version | head -1)" \
+			"(not $QEMU_SUITE's QEMU $QEMU_MIN_MAJOR: twelve L2 guests may stall)"
+		return 0
+	fi
+	note "installing QEMU $QEMU_MIN_MAJOR from Debian's $QEMU_SUITE (pinned: nothing else from it)"
+	if [ ! -f "$QEMU_SOURCES" ]; then
+		cat >"$QEMU_SOURCES" <<-EOT
+		# Added by kvm-asi (scripts/common.sh, need_qemu): QEMU $QEMU_MIN_MAJOR.
+		Types: deb
+		URIs: http://deb.debian.org/debian
+		Suites: $QEMU_SUITE
+		Components: main
+		Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+		EOT
+	fi
+	if [ ! -f "$QEMU_PIN" ]; then
+		cat >"$QEMU_PIN" <<-EOT
+		Explanation: kvm-asi: only what is installed from $QEMU_SUITE explicitly
+		Package: *
+		Pin: release n=$QEMU_SUITE
+		Pin-Priority: 100
+		EOT
+	fi
+	apt-get update -qq >"$OUT/apt.log" 2>&1 ||
+		{ tail -5 "$OUT/apt.log" >&2
+		  die "apt-get update with $QEMU_SUITE failed: QEMU $QEMU_MIN_MAJOR cannot be installed" \
+			"(to run with the installed QEMU instead: KVM_ASI_QEMU=system)"; }
+	mkdir -p "$OUT" && touch "$OUT/.apt-updated"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		-t "$QEMU_SUITE" qemu-system-x86 qemu-system-data >>"$OUT/apt.log" 2>&1 ||
+		{ tail -20 "$OUT/apt.log" >&2
+		  die "installing qemu-system-x86 from $QEMU_SUITE failed" \
+			"(to run with the installed QEMU instead: KVM_ASI_QEMU=system)"; }
+	have=$(qemu_major)
+	[ -n "$have" ] && [ "$have" -ge "$QEMU_MIN_MAJOR" ] ||
+		die "$QEMU_SUITE gave $(qemu-system-x86_64 --version | head -1), not QEMU $QEMU_MIN_MAJOR"
+	note "$(qemu-system-x86_64 --version | head -1)"
+}
 # The Bochs machine (make check-vmx): an Intel CPU with VMX and PCID,
 # booted from an ISO made with isolinux and xorriso.
 BOCHS_PKGS="bochs bochsbios vgabios isolinux syslinux-common xorriso"

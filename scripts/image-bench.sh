@@ -10,7 +10,8 @@
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
-need_pkgs qemu-system-x86 busybox-static cpio gcc libc6-dev
+need_pkgs busybox-static cpio gcc libc6-dev
+need_qemu
 img=$OUT/image
 src=$img/root-default
 root=$img/root-bench
@@ -51,9 +52,16 @@ ldd "$q" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' |
 	sort -u | while read -r lib; do
 		install -D -m 755 "$(readlink -f "$lib")" "$root$lib"
 	done
+# Debian's QEMU 10 finds SeaBIOS's images in /usr/share/seabios (its
+# firmware path); the L2 guests' QEMU gets them all in /usr/share/qemu (-L).
 mkdir -p "$root/usr/share/qemu"
 for f in bios-microvm.bin qboot.rom linuxboot_dma.bin; do
-	cp -L "/usr/share/qemu/$f" "$root/usr/share/qemu/"
+	src=
+	for d in /usr/share/qemu /usr/share/seabios; do
+		[ -e "$d/$f" ] && { src=$d/$f; break; }
+	done
+	[ -n "$src" ] || die "no $f in /usr/share/qemu or /usr/share/seabios"
+	cp -L "$src" "$root/usr/share/qemu/"
 done
 
 (cd "$root" && find . -print0 | LC_ALL=C sort -z | cpio -o -0 -H newc --quiet --reproducible) \

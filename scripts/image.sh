@@ -12,6 +12,7 @@ set -euo pipefail
 
 name=${1:-default}
 need_pkgs busybox-static cpio binutils
+need_qemu
 KST=$BUILD/selftests/kvm
 [ -d "$KST/x86_64" ] || die "KVM selftests not built; run 'make selftests' first"
 img=$OUT/image

@@ -112,6 +112,7 @@ mkdir -p "$OUT"
 exec 9>"$OUT/.tree.lock"
 flock 9
 need_pkgs "$SRCPKG" $BUILD_PKGS $RUN_PKGS
+need_qemu
 if ! git -C "$SRC" rev-parse -q --verify refs/tags/pristine >/dev/null 2>&1; then
 	unpack
 fi

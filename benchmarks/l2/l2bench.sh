@@ -16,6 +16,10 @@
 #                                 datagrams (l2mon's sink counts the frames)
 #   compute                       a CPU loop in the guest, no exits (control)
 #
+# The guests boot with qboot (-bios qboot.rom): SeaBIOS's microvm image of
+# QEMU 10 (seabios 1.16.3 from bookworm-backports) loops in real mode
+# polling a port no microvm device answers, and never starts the kernel.
+#
 # Environment: L2_TIMEOUT (seconds l2mon waits for the guests' boot and for
 # each phase; 600 by default), L2_CPU (QEMU -cpu of the guests; host,-svm
 # by default).
@@ -36,7 +40,7 @@ l2mon -n "$n" -k /l2/bzImage -i /l2/initramfs.cpio -m 96 -t "${L2_TIMEOUT:-600}"
 	-P "compute:spin $((200 / d))" \
 	-- qemu-system-x86_64 -M microvm,x-option-roms=off,pit=off,pic=off,rtc=off \
 	-enable-kvm -cpu "${L2_CPU:-host,-svm}" -smp 1 -nodefaults -no-user-config \
-	-display none -no-reboot -L /usr/share/qemu || rc=$?
+	-display none -no-reboot -L /usr/share/qemu -bios qboot.rom || rc=$?
 # Where the fallbacks of the whole run came from, most frequent first.
 if [ -r $faults ]; then
 	echo "l2bench: top ASI fault sites of the run:"

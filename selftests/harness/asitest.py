@@ -71,6 +71,23 @@ def tsc_append():
     return f" tsc_early_khz={_TSC_KHZ}"
 
 
+_VERSIONS = {}
+
+
+def emulator_version(binary="qemu-system-x86_64"):
+    """The first line of the emulator's version, for every log and results file."""
+    if binary not in _VERSIONS:
+        try:
+            p = subprocess.run([binary, "--version"] if "qemu" in binary else [binary, "--help"],
+                               capture_output=True, text=True, timeout=30)
+            lines = (p.stdout + p.stderr).splitlines()
+            _VERSIONS[binary] = next((l.strip() for l in lines if "ersion" in l or "Bochs" in l),
+                                     binary + ": version unknown")
+        except (OSError, subprocess.SubprocessError) as e:
+            _VERSIONS[binary] = f"{binary}: {e}"
+    return _VERSIONS[binary]
+
+
 def tail(lines, n=40):
     return "\n".join("    | " + l for l in lines[-n:])
 
@@ -124,6 +141,8 @@ class Boot:
         buf = b""
         with open(self.log, "w", errors="replace") as log:
             log.write("# " + " ".join(self.cmd()) + "\n")
+            log.write("# " + emulator_version("bochs" if "bochs" in self.cmd()
+                                              else "qemu-system-x86_64") + "\n")
             while True:
                 now = time.monotonic()
                 if deadline and now > deadline:
@@ -779,7 +798,8 @@ def summarize(args, results, t0):
     for status, name, detail, log in results.items:
         if status == "xfail":
             print(f"XFAIL {name}: {detail}")
-    print(f"\nlogs: {args.logdir}; {time.monotonic() - t0:.0f} s in all")
+    print(f"\nlogs: {args.logdir}; {time.monotonic() - t0:.0f} s in all; "
+          f"emulator: {emulator_version()}")
     xfail = results.count("xfail")
     print(f"{results.count('pass')} passed, {results.count('fail')} failed, "
           f"{results.count('skip')} skipped" +
