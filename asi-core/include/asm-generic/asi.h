@@ -15,6 +15,7 @@ enum asi_exit_reason {
 	ASI_EXIT_SCHED,
 	ASI_EXIT_USER,
 	ASI_EXIT_INTERRUPT,
+	ASI_EXIT_PLANNED,
 	ASI_EXIT_NR,
 };
 

@@ -18,6 +18,7 @@ TRACE_DEFINE_ENUM(ASI_EXIT_OWNER);
 TRACE_DEFINE_ENUM(ASI_EXIT_SCHED);
 TRACE_DEFINE_ENUM(ASI_EXIT_USER);
 TRACE_DEFINE_ENUM(ASI_EXIT_INTERRUPT);
+TRACE_DEFINE_ENUM(ASI_EXIT_PLANNED);
 
 /**
  * asi_enter - a CPU switches onto a domain's restricted table
@@ -67,7 +68,8 @@ TRACE_EVENT(asi_exit,
 				   { ASI_EXIT_OWNER, "owner" },
 				   { ASI_EXIT_SCHED, "sched" },
 				   { ASI_EXIT_USER, "user" },
-				   { ASI_EXIT_INTERRUPT, "interrupt" }))
+				   { ASI_EXIT_INTERRUPT, "interrupt" },
+				   { ASI_EXIT_PLANNED, "planned" }))
 );
 
 /**

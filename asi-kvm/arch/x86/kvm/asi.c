@@ -992,6 +992,50 @@ void kvm_asi_leave(struct kvm_vcpu *vcpu, enum asi_exit_reason reason)
 }
 
 /**
+ * kvm_arch_asi_leave() - leave the VM's domain before work that needs the full table
+ * @vcpu: the vCPU, run by the calling task
+ * @why: what the work is, counted in the vCPU's statistics
+ *
+ * For work between VM-exit and VM-entry that reads what no domain can
+ * map: arming or cancelling the APIC timer's hrtimer (this CPU's hrtimer
+ * base, and a timer queue whose nodes are other tasks' and VMs'),
+ * signalling an ioeventfd (the eventfd's wait queue, and the wakeup of a
+ * VMM thread: another task's scheduler state), looking up the host page
+ * behind a guest page (the VMM's mm and page tables, and a page
+ * allocation when the page is new). Leaving first costs the switch
+ * without the page fault, the fallback's bookkeeping and the retry, and
+ * the counters tell these exits apart from fallbacks, which are to be
+ * tuned away. The next VM-entry flushes as after any exit from the
+ * table: the CPU used the full map. Nothing is counted when the CPU was
+ * not in the domain (already left, or ASI off). From any context.
+ */
+void kvm_arch_asi_leave(struct kvm_vcpu *vcpu, enum kvm_asi_leave why)
+{
+	struct asi *asi = vcpu->kvm->arch.asi;
+	unsigned long flags;
+
+	if (!asi)
+		return;
+	local_irq_save(flags);
+	if (asi_current() == asi) {
+		asi_exit(ASI_EXIT_PLANNED);
+		switch (why) {
+		case KVM_ASI_LEAVE_TIMER:
+			vcpu->stat.asi_exits_timer++;
+			break;
+		case KVM_ASI_LEAVE_IOEVENTFD:
+			vcpu->stat.asi_exits_ioeventfd++;
+			break;
+		case KVM_ASI_LEAVE_FAULTIN:
+			vcpu->stat.asi_exits_faultin++;
+			break;
+		}
+	}
+	local_irq_restore(flags);
+}
+EXPORT_SYMBOL_GPL(kvm_arch_asi_leave);
+
+/**
  * kvm_asi_vcpu_run_end() - KVM_RUN is returning to user space
  * @vcpu: the vCPU
  *
@@ -1081,6 +1125,9 @@ void kvm_asi_vcpu_put(struct kvm_vcpu *vcpu)
 	KVM_ASI_SUM(vcpu, late_fallbacks);
 	KVM_ASI_SUM(vcpu, smt_waits);
 	KVM_ASI_SUM(vcpu, smt_kicks);
+	KVM_ASI_SUM(vcpu, exits_timer);
+	KVM_ASI_SUM(vcpu, exits_ioeventfd);
+	KVM_ASI_SUM(vcpu, exits_faultin);
 	WARN_ONCE(av->late_task,
 		  "KVM ASI: %lu fallbacks between the flush decision and VM-entry, not an NMI's: see the VM's asi/faults\n",
 		  av->late_task);

@@ -265,6 +265,9 @@ extern char __start_ro_after_init_secret[], __end_ro_after_init_secret[];
  * @ASI_EXIT_SCHED: a context switch
  * @ASI_EXIT_USER: the return to user space
  * @ASI_EXIT_INTERRUPT: a hardware interrupt or system vector, on entry
+ * @ASI_EXIT_PLANNED: the owner leaves before work it knows needs the full
+ *	table (e.g. KVM before it arms an hrtimer or signals an eventfd):
+ *	instead of a fallback fault in the middle of that work
  * @ASI_EXIT_NR: number of reasons
  */
 enum asi_exit_reason {
@@ -272,6 +275,7 @@ enum asi_exit_reason {
 	ASI_EXIT_SCHED,
 	ASI_EXIT_USER,
 	ASI_EXIT_INTERRUPT,
+	ASI_EXIT_PLANNED,
 	ASI_EXIT_NR,
 };
 

@@ -24,7 +24,7 @@ asi_require_files() {
 # The sum over CPUs of column $1 of asi/cpus: enters (3), exits by owner
 # (4), schedule-out (5), user return (6), fallbacks (7), fallbacks in
 # interrupt or NMI context (11), exits on interrupt entry (12), trace
-# events missed (13).
+# events missed (13), planned exits (18).
 asi_sum() {
 	awk -v c="$1" 'NR > 1 { s += $c } END { print s + 0 }' "$ASI_CPUS"
 }

@@ -44,7 +44,7 @@ echo 0 >"$tr/tracing_on"
 echo 8192 >"$tr/buffer_size_kb"
 : >"$tr/trace"
 warn0=$(asi_warn_count)
-set -- 3 4 5 6 7 11 12 13
+set -- 3 4 5 6 7 11 12 13 18
 for c; do eval "c0_$c=\$(asi_sum $c)"; done
 echo 1 >"$tr/events/asi/enable"
 echo 1 >"$tr/tracing_on"
@@ -75,13 +75,15 @@ exit_owner=$(count ' asi_exit: .*reason=owner')
 exit_sched=$(count ' asi_exit: .*reason=sched')
 exit_user=$(count ' asi_exit: .*reason=user')
 exit_irq=$(count ' asi_exit: .*reason=interrupt')
+exit_planned=$(count ' asi_exit: .*reason=planned')
 fault=$(count ' asi_fault: ')
 fault_irq=$(count ' asi_fault: .* irq=1')
 : >"$tr/trace"
 
 echo "$guest with $i NMI rounds: events (asi/cpus delta):" \
 	"enter $enter ($d_3), exit owner $exit_owner ($d_4), sched $exit_sched ($d_5)," \
-	"user $exit_user ($d_6), interrupt $exit_irq ($d_12), fault $fault ($d_7)," \
+	"user $exit_user ($d_6), interrupt $exit_irq ($d_12), planned $exit_planned ($d_18)," \
+	"fault $fault ($d_7)," \
 	"fault in irq/NMI $fault_irq ($d_11); missed $d_13, overrun $overrun"
 grep -m 3 ' asi_fault: ' /tmp/asi_trace.txt
 
@@ -107,6 +109,7 @@ expect "asi_exit reason=owner" "$exit_owner" "$d_4"
 expect "asi_exit reason=sched" "$exit_sched" "$d_5"
 expect "asi_exit reason=user" "$exit_user" "$d_6"
 expect "asi_exit reason=interrupt" "$exit_irq" "$d_12"
+expect "asi_exit reason=planned" "$exit_planned" "$d_18"
 expect asi_fault "$fault" "$d_7"
 expect "asi_fault irq=1" "$fault_irq" "$d_11"
 if [ "$enter" -eq 0 ] || [ "$fault" -eq 0 ]; then

@@ -38,6 +38,13 @@
  * irq_window_exits counters, so each phase is shown to exercise what it
  * names.
  *
+ * Two exits need the full table for part of their work, and leave the
+ * domain first as planned exits, counted by cause: TSC-deadline MSR writes
+ * (a Linux guest's timer; KVM re-arms the APIC timer's hrtimer) and MMIO
+ * writes to an ioeventfd (a virtio queue's notify; the eventfd signal
+ * wakes its reader). Both must take no fallback; the host checks the
+ * planned-exit counts and, for the ioeventfd, the eventfd's count.
+ *
  * CR4 writes (the guest toggles CR4.PGE, as Linux does for a global TLB
  * flush without INVPCID) exit on SVM whatever the paging mode; on VMX the
  * guest owns PGE and the phase says so and skips its exit-count check.
@@ -64,6 +71,7 @@
  */
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/eventfd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -99,6 +107,10 @@
 #define DIRTY_PAGES	64
 #define DIRTY_PORT	0x81
 kvm_static_assert(DIRTY_PAGES % 64 == 0);	/* the log is read in 64-bit words */
+/* An MMIO address with an ioeventfd, as a virtio-mmio queue's notify register. */
+#define IOEVENTFD_GPA	0xfeb00000ULL
+/* A TSC deadline that never comes within the test: each write re-arms. */
+#define TSC_DEADLINE_AHEAD	BIT_ULL(40)
 
 enum phase {
 	PHASE_CPUID,
@@ -115,6 +127,8 @@ enum phase {
 	PHASE_INVLPG,
 	PHASE_CR3,
 	PHASE_CR4,
+	PHASE_TSC_DEADLINE,
+	PHASE_IOEVENTFD,
 	NR_PHASES,
 };
 
@@ -144,6 +158,8 @@ static const struct {
 	[PHASE_INVLPG]		= { "invlpg",		true,	false },
 	[PHASE_CR3]		= { "cr3_write",	true,	false },
 	[PHASE_CR4]		= { "cr4_write",	true,	false },
+	[PHASE_TSC_DEADLINE]	= { "tsc_deadline",	true,	false },
+	[PHASE_IOEVENTFD]	= { "ioeventfd",	true,	false },
 };
 
 /*
@@ -289,6 +305,21 @@ static void guest_phase(enum phase p, int n)
 			 * PGE: no exit there.
 			 */
 			set_cr4(get_cr4() ^ X86_CR4_PGE);
+			break;
+		case PHASE_TSC_DEADLINE:
+			/*
+			 * A Linux guest's timer on SVM: KVM cancels and re-arms
+			 * the LAPIC timer's hrtimer, which no domain maps: a
+			 * planned exit (asi_exits_timer), not a fallback.
+			 */
+			wrmsr(MSR_IA32_TSC_DEADLINE, rdtsc() + TSC_DEADLINE_AHEAD);
+			break;
+		case PHASE_IOEVENTFD:
+			/*
+			 * The bus walk stays on the table; the eventfd signal
+			 * (a wakeup) is a planned exit (asi_exits_ioeventfd).
+			 */
+			WRITE_ONCE(*(uint32_t *)IOEVENTFD_GPA, i);
 			break;
 		default:
 			GUEST_FAIL("unknown phase %d", p);
@@ -514,6 +545,9 @@ static void guest_code(void)
 
 	x2apic_enable();
 	guest_misc_enable = rdmsr(MSR_IA32_MISC_ENABLE);
+	/* Masked: the deadline is never reached, but KVM arms the timer all the same. */
+	x2apic_write_reg(APIC_LVTT, APIC_LVT_TIMER_TSCDEADLINE | APIC_LVT_MASKED |
+			 SELF_IPI_VECTOR);
 
 	for (p = 0; p < NR_PHASES; p++) {
 		guest_phase(p, WARMUP);
@@ -539,14 +573,15 @@ static const char * const stat_names[] = {
 	"asi_fallbacks", "asi_flushes", "asi_flushes_skipped", "asi_late_fallbacks",
 	"halt_exits", "irq_window_exits", "halt_attempted_poll",
 	"halt_successful_poll", "halt_wakeup", "pf_fast", "pf_fixed",
-	"nested_run", "asi_smt_waits", "asi_smt_kicks",
+	"nested_run", "asi_smt_waits", "asi_smt_kicks", "asi_exits_timer",
+	"asi_exits_ioeventfd", "asi_exits_faultin",
 };
 
 enum {
 	S_EXITS, S_ENTERS, S_USER, S_SCHED, S_FAULT, S_IRQ, S_OTHER, S_FALLBACKS,
 	S_FLUSHES, S_SKIPPED, S_LATE, S_HALT, S_IRQ_WINDOW, S_POLLS,
 	S_POLLED, S_WAKEUPS, S_PF_FAST, S_PF_FIXED, S_NESTED_RUN, S_SMT_WAITS,
-	S_SMT_KICKS, NR_STATS
+	S_SMT_KICKS, S_TIMER, S_IOEVENTFD, S_FAULTIN, NR_STATS
 };
 
 struct stats_reader {
@@ -799,8 +834,10 @@ static void print_bench(const char *name, double ns, const uint64_t *d)
 {
 	printf("bench: %s ns=%.1f exits=%lu enters=%lu fallbacks=%lu",
 	       name, ns, d[S_EXITS], d[S_ENTERS], d[S_FALLBACKS]);
-	printf(" flushes=%lu skipped=%lu late=%lu smt_waits=%lu smt_kicks=%lu\n", d[S_FLUSHES],
+	printf(" flushes=%lu skipped=%lu late=%lu smt_waits=%lu smt_kicks=%lu", d[S_FLUSHES],
 	       d[S_SKIPPED], d[S_LATE], d[S_SMT_WAITS], d[S_SMT_KICKS]);
+	printf(" x_timer=%lu x_ioeventfd=%lu x_faultin=%lu\n", d[S_TIMER], d[S_IOEVENTFD],
+	       d[S_FAULTIN]);
 }
 
 /* The VM's debugfs file asi/@name, opened for reading, or NULL. */
@@ -932,13 +969,20 @@ static double print_phase_row(const char *name, const uint64_t *d)
 }
 
 /* With ASI off (or compiled out) no ASI statistic of @name moves. */
+/* Switches off the restricted table, by every reason KVM counts. */
+static uint64_t table_leaves(const uint64_t *d)
+{
+	return d[S_USER] + d[S_SCHED] + d[S_FAULT] + d[S_IRQ] + d[S_OTHER] +
+	       d[S_TIMER] + d[S_IOEVENTFD] + d[S_FAULTIN];
+}
+
 static void check_asi_off(const char *name, const uint64_t *d)
 {
 	int i;
 
-	for (i = S_ENTERS; i <= S_LATE; i++)
-		TEST_ASSERT(!d[i], "ASI off, but %s's %s moved by %lu",
-			    name, stat_names[i], d[i]);
+	for (i = S_ENTERS; i < NR_STATS; i++)
+		TEST_ASSERT(!d[i] || (i > S_LATE && i < S_SMT_WAITS),
+			    "ASI off, but %s's %s moved by %lu", name, stat_names[i], d[i]);
 }
 
 /*
@@ -1214,7 +1258,7 @@ static bool run_nested(bool on, bool allow_fallbacks)
 			    d[S_FLUSHES], d[S_SKIPPED], exits);
 		TEST_ASSERT(d[S_FLUSHES] <= d[S_ENTERS] || smt_protocol_on(),
 			    "%s: %lu flushes for %lu entries", name, d[S_FLUSHES], d[S_ENTERS]);
-		leaves = d[S_USER] + d[S_SCHED] + d[S_FAULT] + d[S_IRQ] + d[S_OTHER];
+		leaves = table_leaves(d);
 		TEST_ASSERT(d[S_ENTERS] == leaves, "%s: %lu switches onto the table, %lu off it",
 			    name, d[S_ENTERS], leaves);
 		if (d[S_FALLBACKS] && !allow_fallbacks) {
@@ -1335,17 +1379,25 @@ int main(void)
 	 */
 	bool allow_fallbacks = !!getenv("ASI_EXITS_ALLOW_FALLBACKS");
 	struct stats_reader r = { };
-	uint64_t d[NR_STATS];
+	struct kvm_ioeventfd ioeventfd = { .addr = IOEVENTFD_GPA, .len = 4 };
+	uint64_t d[NR_STATS], signals;
 	struct kvm_vcpu *vcpu;
 	struct kvm_vm *vm;
 	struct ucall uc;
 	double ns;
-	int p;
+	int p, efd;
 
 	vm = vm_create_with_one_vcpu(&vcpu, guest_code);
 	vm_install_exception_handler(vm, SELF_IPI_VECTOR, guest_irq_handler);
+	/* KVM offers the TSC-deadline mode only where CPUID says so. */
+	vcpu_set_cpuid_feature(vcpu, X86_FEATURE_TSC_DEADLINE_TIMER);
 	virt_map(vm, IOAPIC_GPA, IOAPIC_GPA, 1);
 	virt_map(vm, APIC_DEFAULT_GPA, APIC_DEFAULT_GPA, 1);
+	virt_map(vm, IOEVENTFD_GPA, IOEVENTFD_GPA, 1);
+	efd = eventfd(0, EFD_NONBLOCK);
+	TEST_ASSERT(efd >= 0, "eventfd");
+	ioeventfd.fd = efd;
+	vm_ioctl(vm, KVM_IOEVENTFD, &ioeventfd);
 	vm_userspace_mem_region_add(vm, VM_MEM_SRC_ANONYMOUS, DIRTY_GPA, DIRTY_SLOT,
 				    DIRTY_PAGES, KVM_MEM_LOG_DIRTY_PAGES);
 	virt_map(vm, DIRTY_GPA, DIRTY_GPA, DIRTY_PAGES);
@@ -1396,6 +1448,15 @@ int main(void)
 				    phases[p].name, user_pio);
 		if (p == PHASE_HLT || p == PHASE_IRQ_WINDOW)
 			check_ipis(p, &uc, d, apicv);
+		if (p == PHASE_IOEVENTFD) {
+			/* Every write signalled, the warm-up's too; none went to user space. */
+			TEST_ASSERT(read(efd, &signals, sizeof(signals)) == sizeof(signals) &&
+				    signals == WARMUP + ITERATIONS,
+				    "%s: eventfd counted %lu of %d writes", phases[p].name,
+				    signals, WARMUP + ITERATIONS);
+			TEST_ASSERT(!user_pio, "%s: %lu exits to user space", phases[p].name,
+				    user_pio);
+		}
 		if (p == PHASE_DIRTY_LOG && !pml)
 			check_dirty_log(user_pio, d, shadow);
 
@@ -1411,9 +1472,22 @@ int main(void)
 		 * Both syncs find the vCPU off the table (KVM_RUN returned):
 		 * every switch onto it in between was followed by one off it.
 		 */
-		leaves = d[S_USER] + d[S_SCHED] + d[S_FAULT] + d[S_IRQ] + d[S_OTHER];
+		leaves = table_leaves(d);
 		TEST_ASSERT(d[S_ENTERS] == leaves, "%s: %lu switches onto the table, %lu off it",
 			    phases[p].name, d[S_ENTERS], leaves);
+		/*
+		 * What needs the full table leaves as a planned exit, counted
+		 * by its cause (an interrupt may have taken the CPU off the
+		 * table first: then that exit is the interrupt's).
+		 */
+		if (p == PHASE_TSC_DEADLINE)
+			TEST_ASSERT(d[S_TIMER] && d[S_TIMER] + d[S_IRQ] >= ITERATIONS,
+				    "%s: %lu planned timer exits, %lu on interrupts, for %d writes",
+				    phases[p].name, d[S_TIMER], d[S_IRQ], ITERATIONS);
+		if (p == PHASE_IOEVENTFD)
+			TEST_ASSERT(d[S_IOEVENTFD] && d[S_IOEVENTFD] + d[S_IRQ] >= ITERATIONS,
+				    "%s: %lu planned ioeventfd exits, %lu on interrupts, for %d writes",
+				    phases[p].name, d[S_IOEVENTFD], d[S_IRQ], ITERATIONS);
 		/* Each exit to user space leaves the table, if not before. */
 		if (phases[p].user)
 			TEST_ASSERT(leaves >= user_pio + 1,
