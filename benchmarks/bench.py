@@ -56,15 +56,17 @@ VARIANTS = [
     ("asi=on", "default", "asi=on"),
     ("compiled-out", "noasi", ""),
 ]
-# clock: (QEMU arguments, plan). Every boot runs asitest.Boot's default,
-# single-threaded TCG: neither TCG mode runs nested SVM quite right
-# (docs/performance.md). Single-threaded, L1's KVM hands an L2 guest its
-# timer interrupt a second time inside the handler of the first and the
-# guest deadlocks (l2mon notices within L2_TIMEOUT and the boot goes on);
-# multi-threaded, the emulated CPU can take a host interrupt right after
-# VMRUN, before KVM restores the host's GS base, and the host panics or
-# hangs.
-CLOCKS = {"realtime": ([], "bench"), "icount": (["-icount", "shift=0"], "bench-exits")}
+# clock: (QEMU arguments, TCG mode, plan). realtime runs multi-threaded
+# TCG (QEMU 10, need_qemu()): with it twelve L2 guests run every phase,
+# where single-threaded TCG leaves some stalled at boot (L1's KVM hands an
+# L2 guest its timer interrupt a second time inside the handler of the
+# first; docs/performance.md, "The L2 stall"). QEMU 7.2's multi-threaded
+# TCG could take a host interrupt right after VMRUN, before KVM restored
+# the host's GS base; QEMU 10's has not been seen to. icount needs
+# single-threaded TCG (QEMU allows no other): the exit micro-benchmarks,
+# counted in instructions.
+CLOCKS = {"realtime": ([], "tcg,thread=multi", "bench"),
+          "icount": (["-icount", "shift=0"], "tcg,thread=single", "bench-exits")}
 # The seed's workloads, as l2mon names them, for the comparison table.
 SEED_PHASES = {"disk read": "disk-read", "disk write": "disk-write",
                "network send": "net-send"}
@@ -81,10 +83,10 @@ def one_boot(variant, config, append, clock, rep, logdir, attempt=0, plan=None):
     kernel = os.path.join(OUT, "build", config, "arch", "x86", "boot", "bzImage")
     image = os.path.join(OUT, "image", "initramfs-bench.cpio")
     name = f"{clock}-{variant.replace('=', '-')}-{rep}" + (f"-retry{attempt}" if attempt else "")
-    qemu, clock_plan = CLOCKS[clock]
+    qemu, accel, clock_plan = CLOCKS[clock]
     plan = plan or clock_plan
     b = asitest.Boot(name, kernel, image, f"{append} asitest.plan={plan}", logdir,
-                     timeout=600, idle_timeout=150, qemu_extra=qemu)
+                     timeout=900, idle_timeout=150, qemu_extra=qemu, accel=accel)
     b.run()
     samples = {}
     for line in b.lines:
@@ -168,6 +170,38 @@ def seed_table(table):
     return lines + [""]
 
 
+# Why a CPU left the restricted table, from l2mon's fields (asi=on).
+LEAVES = (("fallbacks", "fallbacks"), ("x_irq", "interrupts"), ("x_sched", "schedule-outs"),
+          ("x_user", "to user space"), ("x_timer", "planned: APIC timer"),
+          ("x_ioeventfd", "planned: ioeventfd"), ("x_faultin", "planned: page lookup"))
+
+
+def leave_table(table):
+    """Per L2 workload, asi=on: exits from the table per 1,000 VM exits, by
+    reason, and flushes per VM-entry (one VM-entry per exit)."""
+    per = table.get("realtime", {})
+    rows = [(w, p["asi=on"]) for w, p in per.items()
+            if w.startswith("l2-") and p.get("asi=on")]
+    if not rows:
+        return []
+    lines = ["### Why the CPU left the restricted table (realtime clock, asi=on)", "",
+             "Per 1,000 VM exits, summed over the asi=on boots; a VM-entry flushes "
+             "when the CPU left the table since the last one, whatever the reason.", "",
+             "| workload | exits | " + " | ".join(l for _, l in LEAVES) +
+             " | flushes per VM-entry |", "|---|---:|" + "---:|" * (len(LEAVES) + 1)]
+    for w, on in rows:
+        exits = sum(s["exits"] for s in on)
+        if not exits:
+            continue
+        cells = [w, str(exits)]
+        for key, _ in LEAVES:
+            have = [s[key] for s in on if key in s]
+            cells.append(f"{1000 * sum(have) / exits:.1f}" if have else "-")
+        cells.append(f"{sum(s['flushes'] for s in on) / exits:.3f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
 def markdown(table, meta):
     lines = [f"Benchmark run {meta['date']} at {meta['commit']} on {meta['platform']}",
              f"({meta['reps']} repetitions per variant, alternating; kernel "
@@ -177,6 +211,7 @@ def markdown(table, meta):
                   "L2 guest was not: that boot's workloads that finished count, the "
                   "rest have no sample):", ""] + [f"- {f}" for f in meta["failed_boots"]] + [""]
     lines += seed_table(table)
+    lines += leave_table(table)
     for clock, workloads in table.items():
         unit = "ns" if clock == "realtime" else "instructions"
         lines += [f"### Clock: {clock}", "",
@@ -321,8 +356,9 @@ def main():
         if os.path.exists(os.path.join(OUT, "kernel-version")) else "?",
         "qemu": run(["qemu-system-x86_64", "--version"]).split("\n")[0],
         "platform": "QEMU TCG -cpu max (AMD-flavoured, SVM with NPT, no PCID), "
-                    "-smp 2 -m 4G, single-threaded TCG, on a 2-core host without "
-                    "hardware virtualization",
+                    "-smp 2 -m 4G, " + ", ".join(
+                        f"{c}: {CLOCKS[c][1]}" for c in clocks) +
+                    ", on a 2-core host without hardware virtualization",
         "reps": reps, "clocks": clocks, "plan": args.plan or "per clock",
     }
     logdir = os.path.join(OUT, "logs", "bench-" + now.strftime("%Y%m%d-%H%M%S") +

@@ -16,15 +16,21 @@
  *
  *   bench: l2-GUESTS-NAME ns=NS_PER_OP cpu_ms=... wall_ms=... ops=...
  *          exits=... enters=... fallbacks=... flushes=... skipped=...
- *          frames=... l2_ms=...
+ *          x_irq=... x_sched=... x_user=... x_timer=... x_ioeventfd=...
+ *          x_faultin=... kicks=... smt_waits=... guests=... frames=...
+ *          l2_ms=...
  *
  * where cpu_ms is the CPU time of all QEMU processes (every thread: vCPU,
  * I/O, main loop; read with clock_getcpuclockid()), ns per operation is
  * cpu_ms over the operations of all guests, and the counters are the
  * deltas of KVM's statistics in /sys/kernel/debug/kvm (0 where a counter
  * does not exist, as with ASI compiled out). frames counts the network
- * frames the sink received. Exits 1 on a guest that fails, dies or does
- * not answer in time (its console's last lines are printed). For each
+ * frames the sink received, guests those still in the run. A guest that
+ * dies or does not answer in time is lost: its console's last lines are
+ * printed, it is killed and the others go on; the phase it was lost in
+ * prints no line (its CPU time left the sum), the later ones count the
+ * guests left, and l2mon exits 1 at the end (at once when none is left).
+ * For each
  * guest that does not answer in time, l2mon first asks its monitor twice,
  * 2 s apart, for "info registers", "x/6i $pc" and "x/48gx $sp" and prints
  * the answers as "l2mon: guest I: regs|code|stack: ..." lines (the
@@ -65,21 +71,69 @@ struct guest {
 	int state;		/* 0 booting, 1 ready / phase done, 2 running */
 	long ops, errors;
 	uint64_t l2_ns;
+	int lost;		/* stalled or died: killed, out of the run */
 };
 
 static struct guest guests[MAX_GUESTS];
-static int nguests, sink = -1;
+static int nguests, nlost, sink = -1;
 static long frames;
 
-static const char *const stats[] = {
-	"exits", "asi_enters", "asi_fallbacks", "asi_flushes", "asi_flushes_skipped",
+/*
+ * KVM statistics (/sys/kernel/debug/kvm/STAT, summed over every VM) and
+ * the key each phase's line gives their delta under. The first five are
+ * the fields benchmarks/bench.py requires; the rest break the exits from
+ * the restricted table down by reason (interrupt entry, schedule-out,
+ * return to user space, and KVM's planned exits before it arms the APIC
+ * timer, signals an ioeventfd or looks up a guest page's host page; the
+ * fallbacks are the rest) and count the SMT sibling protocol.
+ */
+static const struct {
+	const char *stat, *key;
+} stats[] = {
+	{ "exits", "exits" },
+	{ "asi_enters", "enters" },
+	{ "asi_fallbacks", "fallbacks" },
+	{ "asi_flushes", "flushes" },
+	{ "asi_flushes_skipped", "skipped" },
+	{ "asi_exits_interrupt", "x_irq" },
+	{ "asi_exits_sched", "x_sched" },
+	{ "asi_exits_user", "x_user" },
+	{ "asi_exits_timer", "x_timer" },
+	{ "asi_exits_ioeventfd", "x_ioeventfd" },
+	{ "asi_exits_faultin", "x_faultin" },
+	{ "asi_smt_kicks", "kicks" },
+	{ "asi_smt_waits", "smt_waits" },
 };
 #define NSTATS (sizeof(stats) / sizeof(stats[0]))
+
+/* Where guest @i's QEMU threads wait, its fault sites and console tail. */
+static void diagnose(int i)
+{
+	unsigned int j;
+	char cmd[1024];
+
+	/* Where QEMU's threads wait, and the VM's ASI fault sites. */
+	snprintf(cmd, sizeof(cmd),
+		 "for t in /proc/%d/task/*; do echo \"l2mon: guest %d: thread $(cat $t/comm) state $(cut -d' ' -f3 $t/stat) wchan $(cat $t/wchan)\"; "
+		 "sed 's/^/l2mon:   /' $t/stack 2>/dev/null; done; "
+		 "for f in /sys/kernel/debug/kvm/%d-*/asi/faults; do "
+		 "[ -r $f ] && echo \"l2mon: guest %d: $f:\" && sed 's/^/l2mon:   /' $f | head -12; done; "
+		 /* Does KVM still exit, fault and fall back, 5 s apart? */
+		 "for k in 1 2; do d=$(echo /sys/kernel/debug/kvm/%d-*); "
+		 "echo \"l2mon: guest %d: counters:\" $(cd $d 2>/dev/null && for c in exits pf_taken "
+		 "halt_exits irq_exits io_exits mmio_exits asi_enters asi_fallbacks; do "
+		 "printf '%%s=%%s ' $c $(cat $c 2>/dev/null); done); sleep 5; done",
+		 guests[i].pid, i, guests[i].pid, i, guests[i].pid, i);
+	if (guests[i].pid > 0 && system(cmd))
+		printf("l2mon: guest %d: no diagnostics\n", i);
+	j = guests[i].ntail > 8 ? guests[i].ntail - 8 : 0;
+	for (; j < guests[i].ntail; j++)
+		printf("l2mon: guest %d: %s\n", i, guests[i].tail[j % 8]);
+}
 
 static void die(const char *fmt, ...)
 {
 	va_list ap;
-	unsigned int j;
 	int i;
 
 	va_start(ap, fmt);
@@ -88,29 +142,45 @@ static void die(const char *fmt, ...)
 	va_end(ap);
 	putchar('\n');
 	for (i = 0; i < nguests; i++) {
-		char cmd[1024];
-
-		/* Where QEMU's threads wait, and the VM's ASI fault sites. */
-		snprintf(cmd, sizeof(cmd),
-			 "for t in /proc/%d/task/*; do echo \"l2mon: guest %d: thread $(cat $t/comm) state $(cut -d' ' -f3 $t/stat) wchan $(cat $t/wchan)\"; "
-			 "sed 's/^/l2mon:   /' $t/stack 2>/dev/null; done; "
-			 "for f in /sys/kernel/debug/kvm/%d-*/asi/faults; do "
-			 "[ -r $f ] && echo \"l2mon: guest %d: $f:\" && sed 's/^/l2mon:   /' $f | head -12; done; "
-			 /* Does KVM still exit, fault and fall back, 5 s apart? */
-			 "for k in 1 2; do d=$(echo /sys/kernel/debug/kvm/%d-*); "
-			 "echo \"l2mon: guest %d: counters:\" $(cd $d 2>/dev/null && for c in exits pf_taken "
-			 "halt_exits irq_exits io_exits mmio_exits asi_enters asi_fallbacks; do "
-			 "printf '%%s=%%s ' $c $(cat $c 2>/dev/null); done); sleep 5; done",
-			 guests[i].pid, i, guests[i].pid, i, guests[i].pid, i);
-		if (guests[i].pid > 0 && system(cmd))
-			printf("l2mon: guest %d: no diagnostics\n", i);
-		j = guests[i].ntail > 8 ? guests[i].ntail - 8 : 0;
-		for (; j < guests[i].ntail; j++)
-			printf("l2mon: guest %d: %s\n", i, guests[i].tail[j % 8]);
+		if (guests[i].lost)
+			continue;
+		diagnose(i);
 		if (guests[i].pid > 0)
 			kill(guests[i].pid, SIGKILL);
 	}
 	exit(1);
+}
+
+/*
+ * A guest that stalls or dies costs its own samples, not the run: it is
+ * diagnosed, killed and left out of every later phase, and l2mon exits 1
+ * at the end. The run ends only when no guest is left.
+ */
+static void lose(int i, const char *why)
+{
+	struct guest *gu = &guests[i];
+	int status;
+
+	printf("l2mon: guest %d lost: %s; the other guests go on\n", i, why);
+	diagnose(i);
+	if (gu->len)
+		printf("l2mon: guest %d: %s\n", i, gu->buf);	/* QEMU's last words */
+	if (gu->pid > 0) {
+		kill(gu->pid, SIGKILL);
+		if (waitpid(gu->pid, &status, 0) == gu->pid) {
+			if (WIFSIGNALED(status))
+				printf("l2mon: guest %d: QEMU ended by signal %d\n", i,
+				       WTERMSIG(status));
+			else if (WIFEXITED(status))
+				printf("l2mon: guest %d: QEMU exit status %d\n", i,
+				       WEXITSTATUS(status));
+		}
+	}
+	close(gu->in);
+	close(gu->out);
+	gu->lost = 1;
+	if (++nlost == nguests)
+		die("every guest is lost");
 }
 
 static uint64_t mono_ns(void)
@@ -131,6 +201,8 @@ static uint64_t qemu_cpu_ns(void)
 		struct timespec ts;
 		clockid_t clk;
 
+		if (guests[i].lost)
+			continue;
 		if (clock_getcpuclockid(guests[i].pid, &clk) ||
 		    clock_gettime(clk, &ts))
 			die("guest %d: no CPU clock: %s", i, strerror(errno));
@@ -148,7 +220,7 @@ static void read_stats(uint64_t *v)
 		unsigned long long x = 0;
 		FILE *f;
 
-		snprintf(path, sizeof(path), "/sys/kernel/debug/kvm/%s", stats[i]);
+		snprintf(path, sizeof(path), "/sys/kernel/debug/kvm/%s", stats[i].stat);
 		f = fopen(path, "r");
 		if (f) {
 			if (fscanf(f, "%llu", &x) != 1)
@@ -187,7 +259,8 @@ static void pump(int ms)
 	int i, n;
 
 	for (i = 0; i < nguests; i++)
-		p[i] = (struct pollfd){ .fd = guests[i].out, .events = POLLIN };
+		p[i] = (struct pollfd){ .fd = guests[i].lost ? -1 : guests[i].out,
+					.events = POLLIN };
 	p[nguests] = (struct pollfd){ .fd = sink, .events = POLLIN };
 	n = poll(p, nguests + 1, ms);
 	if (n < 0 && errno != EINTR)
@@ -205,11 +278,13 @@ static void pump(int ms)
 		ssize_t r;
 		char *nl;
 
-		if (!(p[i].revents & (POLLIN | POLLHUP)))
+		if (gu->lost || !(p[i].revents & (POLLIN | POLLHUP)))
 			continue;
 		r = read(gu->out, gu->buf + gu->len, sizeof(gu->buf) - 1 - gu->len);
-		if (r <= 0)
-			die("guest %d: console closed (QEMU exited)", i);
+		if (r <= 0) {
+			lose(i, "console closed (QEMU exited)");
+			continue;
+		}
 		gu->len += r;
 		gu->buf[gu->len] = 0;
 		while ((nl = strpbrk(gu->buf, "\r\n"))) {
@@ -362,7 +437,8 @@ static void mon_dump_all(int state)
 		if (k > 1)
 			sleep(2);
 		for (i = 0; i < nguests; i++) {
-			if (guests[i].state == state || guests[i].pid <= 0 || stuck[i])
+			if (guests[i].state == state || guests[i].lost || guests[i].pid <= 0 ||
+			    stuck[i])
 				continue;
 			printf("l2mon: guest %d: monitor, sample %d of 2:\n", i, k);
 			stuck[i] = mon_dump(i);
@@ -377,15 +453,20 @@ static void wait_all(int state, int timeout_s, const char *what)
 
 	for (;;) {
 		for (left = 0, i = 0; i < nguests; i++)
-			left += guests[i].state != state;
+			left += !guests[i].lost && guests[i].state != state;
 		if (!left)
 			return;
 		if (mono_ns() > end) {
+			char why[64];
+
 			printf("l2mon: %d of %d guests not %s after %d s, asking their monitors\n",
 			       left, nguests, what, timeout_s);
 			mon_dump_all(state);
-			die("%d of %d guests not %s after %d s", left, nguests, what,
-			    timeout_s);
+			snprintf(why, sizeof(why), "not %s after %d s", what, timeout_s);
+			for (i = 0; i < nguests; i++)
+				if (!guests[i].lost && guests[i].state != state)
+					lose(i, why);
+			return;
 		}
 		pump(1000);
 	}
@@ -395,8 +476,10 @@ static void say(int g, const char *s)
 {
 	size_t n = strlen(s);
 
+	if (guests[g].lost)
+		return;
 	if (write(guests[g].in, s, n) != (ssize_t)n)
-		die("guest %d: console write: %s", g, strerror(errno));
+		lose(g, "console write failed");
 }
 
 static void start(int g, char **qemu, const char *kernel, const char *initrd,
@@ -523,12 +606,14 @@ int main(int argc, char **argv)
 	for (g = 0; g < nguests; g++)
 		start(g, argv + optind, kernel, initrd, mib);
 	wait_all(1, timeout, "ready");
-	printf("l2mon: %d guests ready in %.1f s\n", nguests, (mono_ns() - t0) / 1e9);
+	printf("l2mon: %d guests ready in %.1f s\n", nguests - nlost, (mono_ns() - t0) / 1e9);
 
 	for (p = 0; p < nphases; p++) {
 		char *colon = strchr(phase[p], ':'), cmd[512], name[64];
 		uint64_t s0[NSTATS], s1[NSTATS], c0, c1, w0, w1, l2max = 0;
+		int lost0 = nlost;
 		long ops = 0, f0;
+		size_t i;
 
 		snprintf(name, sizeof(name), "%.*s", (int)(colon - phase[p]), phase[p]);
 		snprintf(cmd, sizeof(cmd), "run %s %s\n", name, colon + 1);
@@ -546,19 +631,26 @@ int main(int argc, char **argv)
 		w1 = mono_ns();
 		read_stats(s1);
 		pump(100);	/* frames still in flight */
+		if (nlost != lost0) {
+			/* A lost guest's CPU time left the sum mid-phase. */
+			printf("l2mon: phase %s: no sample (%d guests lost in it)\n", name,
+			       nlost - lost0);
+			continue;
+		}
 		for (g = 0; g < nguests; g++) {
+			if (guests[g].lost)
+				continue;
 			ops += guests[g].ops;
 			if (guests[g].l2_ns > l2max)
 				l2max = guests[g].l2_ns;
 		}
-		printf("bench: l2-%d-%s ns=%.0f cpu_ms=%.1f wall_ms=%.1f ops=%ld "
-		       "exits=%llu enters=%llu fallbacks=%llu flushes=%llu skipped=%llu "
-		       "frames=%ld l2_ms=%.1f\n",
+		printf("bench: l2-%d-%s ns=%.0f cpu_ms=%.1f wall_ms=%.1f ops=%ld",
 		       nguests, name, (double)(c1 - c0) / ops, (c1 - c0) / 1e6,
-		       (w1 - w0) / 1e6, ops,
-		       (unsigned long long)(s1[0] - s0[0]), (unsigned long long)(s1[1] - s0[1]),
-		       (unsigned long long)(s1[2] - s0[2]), (unsigned long long)(s1[3] - s0[3]),
-		       (unsigned long long)(s1[4] - s0[4]), frames - f0, l2max / 1e6);
+		       (w1 - w0) / 1e6, ops);
+		for (i = 0; i < NSTATS; i++)
+			printf(" %s=%llu", stats[i].key, (unsigned long long)(s1[i] - s0[i]));
+		printf(" guests=%d frames=%ld l2_ms=%.1f\n", nguests - nlost, frames - f0,
+		       l2max / 1e6);
 	}
 	for (g = 0; g < nguests; g++)
 		say(g, "quit\n");
@@ -568,6 +660,8 @@ int main(int argc, char **argv)
 		int status = 0;
 		pid_t r;
 
+		if (guests[g].lost)
+			continue;
 		while (!(r = waitpid(guests[g].pid, &status, WNOHANG)) && mono_ns() < end)
 			usleep(100000);
 		if (!r) {
@@ -578,5 +672,7 @@ int main(int argc, char **argv)
 			printf("l2mon: guest %d: QEMU exit status %#x\n", g, status);
 		}
 	}
-	return 0;
+	if (nlost)
+		printf("l2mon: %d of %d guests lost\n", nlost, nguests);
+	return nlost ? 1 : 0;
 }
