@@ -969,26 +969,42 @@ int kvm_asi_vcpu_create(struct kvm_vcpu *vcpu)
 	return err;
 }
 
+/*
+ * Leave the VM's domain if this CPU is in it. True if this call switched
+ * the CPU off the restricted table (and the core counted it under
+ * @reason); false if it was not in the domain, or was in it on the full
+ * table already after a fallback, which the core counted as such.
+ * Interrupts off around it: asi_exit() must not see an interrupt and a
+ * migration between its read of the CPU's state and its CR3 write.
+ */
+static bool kvm_asi_switch_out(struct kvm_vcpu *vcpu, enum asi_exit_reason reason)
+{
+	struct asi *asi = vcpu->kvm->arch.asi;
+	unsigned long flags, before;
+	bool left = false;
+
+	if (!asi)
+		return false;
+	local_irq_save(flags);
+	if (asi_current() == asi) {
+		before = this_cpu_read(asi_cpu.exits[reason]);
+		asi_exit(reason);
+		left = this_cpu_read(asi_cpu.exits[reason]) != before;
+	}
+	local_irq_restore(flags);
+	return left;
+}
+
 /**
  * kvm_asi_leave() - leave the VM's domain, if this CPU is in it
  * @vcpu: the vCPU this task runs
  * @reason: why, for the statistics
  *
- * From any context: asi_exit() needs interrupts off, lest an interrupt
- * and a migration come between its read of the CPU's state and its CR3
- * write.
+ * From any context.
  */
 void kvm_asi_leave(struct kvm_vcpu *vcpu, enum asi_exit_reason reason)
 {
-	struct asi *asi = vcpu->kvm->arch.asi;
-	unsigned long flags;
-
-	if (!asi)
-		return;
-	local_irq_save(flags);
-	if (asi_current() == asi)
-		asi_exit(reason);
-	local_irq_restore(flags);
+	kvm_asi_switch_out(vcpu, reason);
 }
 
 /**
@@ -1006,32 +1022,25 @@ void kvm_asi_leave(struct kvm_vcpu *vcpu, enum asi_exit_reason reason)
  * without the page fault, the fallback's bookkeeping and the retry, and
  * the counters tell these exits apart from fallbacks, which are to be
  * tuned away. The next VM-entry flushes as after any exit from the
- * table: the CPU used the full map. Nothing is counted when the CPU was
- * not in the domain (already left, or ASI off). From any context.
+ * table: the CPU used the full map. Counted only when this call switched
+ * the CPU off the table (not when it was off already, or on the full
+ * table after a fallback). From any context.
  */
 void kvm_arch_asi_leave(struct kvm_vcpu *vcpu, enum kvm_asi_leave why)
 {
-	struct asi *asi = vcpu->kvm->arch.asi;
-	unsigned long flags;
-
-	if (!asi)
+	if (!kvm_asi_switch_out(vcpu, ASI_EXIT_PLANNED))
 		return;
-	local_irq_save(flags);
-	if (asi_current() == asi) {
-		asi_exit(ASI_EXIT_PLANNED);
-		switch (why) {
-		case KVM_ASI_LEAVE_TIMER:
-			vcpu->stat.asi_exits_timer++;
-			break;
-		case KVM_ASI_LEAVE_IOEVENTFD:
-			vcpu->stat.asi_exits_ioeventfd++;
-			break;
-		case KVM_ASI_LEAVE_FAULTIN:
-			vcpu->stat.asi_exits_faultin++;
-			break;
-		}
+	switch (why) {
+	case KVM_ASI_LEAVE_TIMER:
+		vcpu->stat.asi_exits_timer++;
+		break;
+	case KVM_ASI_LEAVE_IOEVENTFD:
+		vcpu->stat.asi_exits_ioeventfd++;
+		break;
+	case KVM_ASI_LEAVE_FAULTIN:
+		vcpu->stat.asi_exits_faultin++;
+		break;
 	}
-	local_irq_restore(flags);
 }
 EXPORT_SYMBOL_GPL(kvm_arch_asi_leave);
 
