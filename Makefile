@@ -14,7 +14,7 @@ S := scripts
 all: image
 
 help:
-	@echo "make demo          boot asi=on in the emulated machine and run a KVM guest"
+	@echo "make demo          boot asi=on and run KVM guests; then asi=off vs asi=on on a QEMU guest's virtio I/O"
 	@echo "make check         the test suite (short form: CI)"
 	@echo "make check-full    every upstream KVM selftest, asi=off and asi=on"
 	@echo "make check-modules boot the KVM-as-modules kernel and load kvm_amd"
@@ -123,7 +123,7 @@ series: tree
 verify-series: tree
 	@$(S)/series.sh verify
 
-demo: image
+demo: image image-bench
 	@python3 selftests/harness/asitest.py demo
 
 clean:

@@ -10,7 +10,7 @@
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
-need_pkgs busybox-static cpio gcc libc6-dev
+need_pkgs busybox-static cpio gcc libc6-dev linux-perf
 need_qemu
 img=$OUT/image
 src=$img/root-default
@@ -45,13 +45,16 @@ cp "$kernel" "$root/l2/bzImage"
 install -m 755 "$bin/l2mon" "$TOP/benchmarks/l2/l2bench.sh" "$TOP/benchmarks/l2/l2faults.sh" \
 	"$root/tests/bin/"
 
-# QEMU, every library it loads, and the microvm firmware.
-q=$(readlink -f "$(command -v qemu-system-x86_64)")
-install -D -m 755 "$q" "$root/usr/bin/qemu-system-x86_64"
-ldd "$q" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' |
-	sort -u | while read -r lib; do
-		install -D -m 755 "$(readlink -f "$lib")" "$root$lib"
-	done
+# QEMU and perf (l2mon runs perf stat over each phase), every library
+# they load, and the microvm firmware.
+for tool in qemu-system-x86_64 perf; do
+	bin=$(readlink -f "$(command -v $tool)")
+	install -D -m 755 "$bin" "$root/usr/bin/$tool"
+	ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' |
+		sort -u | while read -r lib; do
+			install -D -m 755 "$(readlink -f "$lib")" "$root$lib"
+		done
+done
 # Debian's QEMU 10 finds SeaBIOS's images in /usr/share/seabios (its
 # firmware path); the L2 guests' QEMU gets them all in /usr/share/qemu (-L).
 mkdir -p "$root/usr/share/qemu"

@@ -24,7 +24,9 @@
 #   - every commit builds (vmlinux, compiled and linked, in the default
 #     configuration of configs/, through ccache; a commit that changes
 #     only documentation, tools/, MAINTAINERS or checkpatch is not built
-#     again); BISECT=tip builds only the last one, BISECT=none none.
+#     again); BISECT=tip builds only the last one, BISECT=last:K the
+#     last K (for a change to the end of the series: each is built on
+#     the build directory as the previous run left it), BISECT=none none.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -350,14 +352,17 @@ verify_series() {
 	case "$mode" in
 	all)  list=$(t rev-list --reverse refs/tags/pristine..series-tip) ;;
 	tip)  list=$(t rev-parse series-tip) ;;
+	last:[1-9]*)
+	      [[ ${mode#last:} =~ ^[0-9]+$ ]] || die "BISECT=$mode: K must be a number"
+	      list=$(t rev-list --reverse refs/tags/pristine..series-tip | tail -n "${mode#last:}") ;;
 	none) list= ;;
-	*)    die "BISECT=$mode: use all, tip or none" ;;
+	*)    die "BISECT=$mode: use all, tip, last:K or none" ;;
 	esac
 	mkdir -p "$LOGS"
 	for c in $list; do
 		local subj log=$LOGS/bisect-$(t log -1 --format=%h "$c").log
 		subj=$(t log -1 --format=%s "$c")
-		if [ "$mode" = all ] && [ "$c" != "$(t rev-parse series-tip)" ] &&
+		if [ "$mode" != tip ] && [ "$c" != "$(t rev-parse series-tip)" ] &&
 		   build_irrelevant "$c"; then
 			irrelevant=$((irrelevant + 1))
 			echo "ok   builds: $subj (nothing the kernel build reads changed)"

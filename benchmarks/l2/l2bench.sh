@@ -22,7 +22,8 @@
 #
 # Environment: L2_TIMEOUT (seconds l2mon waits for the guests' boot and for
 # each phase; 600 by default), L2_CPU (QEMU -cpu of the guests; host,-svm
-# by default).
+# by default), L2_PHASES (the phases to run after the warm-up, by name,
+# space-separated; all by default).
 set -eu
 n=${1:?guests} d=${2:-1}
 ip link set lo up
@@ -30,14 +31,20 @@ ip link set lo up
 faults=/sys/kernel/debug/asi/faults
 [ -w $faults ] && echo 0 >$faults
 rc=0
+# The phases, warm-up first; L2_PHASES keeps only those it names.
+set --
+for p in "disk-read:read /dev/vda 65536 $((256 / d))" \
+	 "disk-write:write /dev/vda 65536 $((256 / d))" \
+	 "disk-randread:randread /dev/vda 4096 $((1024 / d))" \
+	 "disk-randwrite:randwrite /dev/vda 4096 $((1024 / d))" \
+	 "net-send:send 10.0.2.255 9 1400 $((4096 / d))" \
+	 "compute:spin $((200 / d))"; do
+	case " ${L2_PHASES:-${p%%:*}} " in
+	*" ${p%%:*} "*) set -- "$@" -P "$p" ;;
+	esac
+done
 l2mon -n "$n" -k /l2/bzImage -i /l2/initramfs.cpio -m 96 -t "${L2_TIMEOUT:-600}" \
-	-P "warmup:touch" \
-	-P "disk-read:read /dev/vda 65536 $((256 / d))" \
-	-P "disk-write:write /dev/vda 65536 $((256 / d))" \
-	-P "disk-randread:randread /dev/vda 4096 $((1024 / d))" \
-	-P "disk-randwrite:randwrite /dev/vda 4096 $((1024 / d))" \
-	-P "net-send:send 10.0.2.255 9 1400 $((4096 / d))" \
-	-P "compute:spin $((200 / d))" \
+	-P "warmup:touch" "$@" \
 	-- qemu-system-x86_64 -M microvm,x-option-roms=off,pit=off,pic=off,rtc=off \
 	-enable-kvm -cpu "${L2_CPU:-host,-svm}" -smp 1 -nodefaults -no-user-config \
 	-display none -no-reboot -L /usr/share/qemu -bios qboot.rom || rc=$?

@@ -17,8 +17,8 @@
  *   bench: l2-GUESTS-NAME ns=NS_PER_OP cpu_ms=... wall_ms=... ops=...
  *          exits=... enters=... fallbacks=... flushes=... skipped=...
  *          x_irq=... x_sched=... x_user=... x_timer=... x_ioeventfd=...
- *          x_faultin=... kicks=... smt_waits=... guests=... frames=...
- *          l2_ms=...
+ *          x_faultin=... kicks=... smt_waits=... [perf_ms=... perf_enters=...
+ *          perf_exits=... perf_faults=...] guests=... frames=... l2_ms=...
  *
  * where cpu_ms is the CPU time of all QEMU processes (every thread: vCPU,
  * I/O, main loop; read with clock_getcpuclockid()), ns per operation is
@@ -557,6 +557,130 @@ static void start(int g, char **qemu, const char *kernel, const char *initrd,
 	guests[g].out = out[0];
 }
 
+/*
+ * perf stat over each phase, as a user compares asi=on with asi=off: the
+ * task-clock of every live QEMU process (all threads, those QEMU starts
+ * during the phase included: perf's counters are inherited) and, where
+ * the kernel has them, the asi:* tracepoints those tasks hit. perf starts
+ * with its counters disabled (--delay=-1) and is enabled and disabled
+ * through its control pipe, each command acknowledged, so that what it
+ * counts is the phase. No perf, or a perf that fails: the phase's line
+ * goes without the perf_* fields.
+ */
+struct perf_run {
+	pid_t pid;
+	int ctl, ack;
+	char path[96];
+};
+
+static int perf_avail;			/* /usr/bin/perf runs */
+static int perf_asi;			/* and the asi:* tracepoints exist */
+
+static int perf_cmd(struct perf_run *pr, const char *cmd)
+{
+	struct pollfd p = { .fd = pr->ack, .events = POLLIN };
+	char buf[16] = "";
+	size_t n = strlen(cmd);
+
+	if (write(pr->ctl, cmd, n) != (ssize_t)n || poll(&p, 1, 10000) != 1 ||
+	    read(pr->ack, buf, sizeof(buf) - 1) <= 0 || strncmp(buf, "ack", 3))
+		return -1;
+	return 0;
+}
+
+static void perf_end(struct perf_run *pr)
+{
+	int status;
+
+	if (pr->pid <= 0)
+		return;
+	kill(pr->pid, SIGINT);
+	waitpid(pr->pid, &status, 0);
+	close(pr->ctl);
+	close(pr->ack);
+	pr->pid = -1;
+}
+
+static int perf_start(struct perf_run *pr, const char *phase)
+{
+	char pids[MAX_GUESTS * 12] = "", ctl[48];
+	int c[2], a[2], g, n = 0;
+
+	pr->pid = -1;
+	if (!perf_avail)
+		return -1;
+	for (g = 0; g < nguests; g++)
+		if (!guests[g].lost)
+			n += snprintf(pids + n, sizeof(pids) - n, "%s%d", n ? "," : "",
+				      guests[g].pid);
+	if (pipe(c) || pipe(a))
+		return -1;
+	snprintf(pr->path, sizeof(pr->path), DIR "/perf-%s.csv", phase);
+	snprintf(ctl, sizeof(ctl), "fd:%d,%d", c[0], a[1]);
+	pr->pid = fork();
+	if (!pr->pid) {
+		char *argv[] = { "perf", "stat", "-x", ",", "-o", pr->path, "--control", ctl,
+				 "--delay=-1", "-e", "task-clock", "-e", "asi:asi_enter",
+				 "-e", "asi:asi_exit", "-e", "asi:asi_fault", "-p", pids, NULL };
+		int fd = open("/dev/null", O_WRONLY);
+
+		close(c[1]);
+		close(a[0]);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		if (!perf_asi)	/* task-clock only */
+			memmove(&argv[11], &argv[17], 3 * sizeof(argv[0]));
+		execvp("perf", argv);
+		_exit(127);
+	}
+	close(c[0]);
+	close(a[1]);
+	pr->ctl = c[1];
+	pr->ack = a[0];
+	if (pr->pid < 0 || perf_cmd(pr, "enable\n")) {
+		printf("l2mon: perf stat did not start for phase %s: no perf_* fields\n", phase);
+		perf_end(pr);
+		return -1;
+	}
+	return 0;
+}
+
+/* Stop counting; " perf_ms=... perf_enters=..." from perf's file into @out. */
+static void perf_collect(struct perf_run *pr, char *out, size_t len)
+{
+	static const char *const ev[][2] = {
+		{ "task-clock", "perf_ms" }, { "asi:asi_enter", "perf_enters" },
+		{ "asi:asi_exit", "perf_exits" }, { "asi:asi_fault", "perf_faults" },
+	};
+	char line[512];
+	size_t n = 0;
+	FILE *f;
+
+	*out = 0;
+	if (pr->pid <= 0)
+		return;
+	if (perf_cmd(pr, "disable\n"))
+		printf("l2mon: perf stat: no ack to disable\n");
+	perf_end(pr);
+	f = fopen(pr->path, "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *val = strtok(line, ","), *unit, *name;
+		size_t i;
+
+		if (!val || !(unit = strtok(NULL, ",")))
+			continue;
+		/* An empty unit: strtok() skipped it, the name came instead. */
+		name = strchr(unit, ':') || !strcmp(unit, "task-clock") ? unit : strtok(NULL, ",");
+		for (i = 0; name && i < sizeof(ev) / sizeof(ev[0]); i++)
+			if (!strcmp(name, ev[i][0]) && (*val >= '0' && *val <= '9') &&
+			    n < len)
+				n += snprintf(out + n, len - n, " %s=%s", ev[i][1], val);
+	}
+	fclose(f);
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: l2mon -n GUESTS -k KERNEL -i INITRD [-m MiB] [-t SECONDS]\n"
@@ -603,6 +727,10 @@ int main(int argc, char **argv)
 
 	uint64_t t0 = mono_ns();
 
+	perf_avail = !getenv("L2_NO_PERF") && !system("perf --version >/dev/null 2>&1");
+	perf_asi = !access("/sys/kernel/tracing/events/asi/asi_enter", F_OK) ||
+		   !access("/sys/kernel/debug/tracing/events/asi/asi_enter", F_OK);
+
 	for (g = 0; g < nguests; g++)
 		start(g, argv + optind, kernel, initrd, mib);
 	wait_all(1, timeout, "ready");
@@ -611,6 +739,8 @@ int main(int argc, char **argv)
 	for (p = 0; p < nphases; p++) {
 		char *colon = strchr(phase[p], ':'), cmd[512], name[64];
 		uint64_t s0[NSTATS], s1[NSTATS], c0, c1, w0, w1, l2max = 0;
+		struct perf_run pr;
+		char perf[160];
 		int lost0 = nlost;
 		long ops = 0, f0;
 		size_t i;
@@ -620,6 +750,7 @@ int main(int argc, char **argv)
 		pump(0);
 		f0 = frames;
 		read_stats(s0);
+		perf_start(&pr, name);
 		w0 = mono_ns();
 		c0 = qemu_cpu_ns();
 		for (g = 0; g < nguests; g++) {
@@ -630,6 +761,7 @@ int main(int argc, char **argv)
 		c1 = qemu_cpu_ns();
 		w1 = mono_ns();
 		read_stats(s1);
+		perf_collect(&pr, perf, sizeof(perf));
 		pump(100);	/* frames still in flight */
 		if (nlost != lost0) {
 			/* A lost guest's CPU time left the sum mid-phase. */
@@ -649,8 +781,8 @@ int main(int argc, char **argv)
 		       (w1 - w0) / 1e6, ops);
 		for (i = 0; i < NSTATS; i++)
 			printf(" %s=%llu", stats[i].key, (unsigned long long)(s1[i] - s0[i]));
-		printf(" guests=%d frames=%ld l2_ms=%.1f\n", nguests - nlost, frames - f0,
-		       l2max / 1e6);
+		printf("%s guests=%d frames=%ld l2_ms=%.1f\n", perf, nguests - nlost,
+		       frames - f0, l2max / 1e6);
 	}
 	for (g = 0; g < nguests; g++)
 		say(g, "quit\n");

@@ -829,7 +829,59 @@ def cmd_demo(args):
     print(b.report())
     results = Results()
     parse_plan(b, results, ["demo"])
-    return 0 if b.verdict() is None and results.count("pass") == 1 else 1
+    ok = b.verdict() is None and results.count("pass") == 1
+    return 0 if demo_compare(args, kernel) and ok else 1
+
+
+BENCH_LINE = re.compile(r"^bench: l2-1-(\S+) (ns=.*)$")
+
+
+def demo_compare(args, kernel):
+    """The comparison the feature is used for: asi=off against asi=on on a
+    few seconds of a QEMU guest's virtio disk and network work (plan
+    demo-l2), host CPU time per operation (l2mon's clocks and perf stat's
+    task-clock) next to the exits, fallbacks and flushes."""
+    image = os.path.join(OUT, "image", "initramfs-bench.cpio")
+    if not os.path.exists(image):
+        print(f"no {image}: run make image-bench for the asi=off / asi=on comparison")
+        return False
+    runs = {}
+    for mode in ("off", "on"):
+        print(f"\nbooting asi={mode}: virtio disk read, write and network send in an L2 "
+              "QEMU guest, perf stat over each phase ...", flush=True)
+        b = Boot(f"demo-l2-asi-{mode}", kernel, image, f"asi={mode} asitest.plan=demo-l2",
+                 args.logdir, timeout=600, accel="tcg,thread=multi").run()
+        runs[mode] = {}
+        for line in b.lines:
+            m = BENCH_LINE.search(PRINTK_TIME.sub("", line))
+            if m and m.group(1) != "warmup":
+                runs[mode][m.group(1)] = dict(re.findall(r"(\w+)=(\d+(?:\.\d+)?)",
+                                                         m.group(2)))
+        if b.verdict() or not runs[mode]:
+            print(b.report())
+    phases = [p for p in runs["on"] if p in runs["off"]]
+    if not phases:
+        print("no phase finished in both boots: no comparison")
+        return False
+    print(f"\nasi=off against asi=on, one L2 guest, {emulator_version()} multi-threaded TCG "
+          "(emulated: see docs/performance.md for what the figures can show)")
+    print(f"{'phase':<11} {'off us/op':>10} {'on us/op':>10} {'on/off':>7} "
+          f"{'perf on/off':>11} {'exits':>6} {'fallbacks':>9} {'flushes':>8} {'planned':>8}")
+    for p in phases:
+        off, on = runs["off"][p], runs["on"][p]
+        ratio = float(on["ns"]) / float(off["ns"])
+        perf = "-"
+        if "perf_ms" in on and "perf_ms" in off:
+            per_op = {k: float(r["perf_ms"]) / float(r["ops"]) for k, r in (("on", on),
+                                                                           ("off", off))}
+            perf = f"{per_op['on'] / per_op['off']:.3f}"
+        planned = sum(int(on.get(k, 0)) for k in ("x_timer", "x_ioeventfd", "x_faultin"))
+        print(f"{p:<11} {float(off['ns']) / 1000:>10.1f} {float(on['ns']) / 1000:>10.1f} "
+              f"{ratio:>7.3f} {perf:>11} {on['exits']:>6} {on['fallbacks']:>9} "
+              f"{on['flushes']:>8} {planned:>8}")
+    print("(exits, fallbacks, flushes and planned exits of the asi=on boot; one boot each: "
+          "make bench repeats it)")
+    return True
 
 
 def cmd_boot(args):
