@@ -225,6 +225,7 @@ static const char * const vm_stats[] = {
 	"vm_asi_enters", "vm_asi_exits_user", "vm_asi_exits_sched",
 	"vm_asi_exits_fault", "vm_asi_exits_interrupt", "vm_asi_exits_other",
 	"vm_asi_fallbacks", "vm_asi_flushes", "vm_asi_flushes_skipped",
+	"vm_asi_exits_timer", "vm_asi_exits_ioeventfd", "vm_asi_exits_faultin",
 };
 
 static void help(const char *name)
@@ -342,7 +343,7 @@ int main(int argc, char *argv[])
 			pthread_join(info[i][j].thread, NULL);
 
 	for (i = 0; i < nr_vms; i++) {
-		uint64_t v[ARRAY_SIZE(vm_stats)];
+		uint64_t v[ARRAY_SIZE(vm_stats)], leaves;
 
 		for (k = 0; k < ARRAY_SIZE(vm_stats); k++)
 			v[k] = vm_get_stat(vms[i], vm_stats[k]);
@@ -354,7 +355,9 @@ int main(int argc, char *argv[])
 		}
 		printf("; enters %lu exits user %lu sched %lu fault %lu", v[0], v[1],
 		       v[2], v[3]);
-		printf(" interrupt %lu other %lu fallbacks %lu\n", v[4], v[5], v[6]);
+		printf(" interrupt %lu other %lu fallbacks %lu", v[4], v[5], v[6]);
+		printf(" planned timer %lu ioeventfd %lu faultin %lu\n", v[9], v[10], v[11]);
+		leaves = v[1] + v[2] + v[3] + v[4] + v[5] + v[9] + v[10] + v[11];
 		if (!on) {
 			for (k = 0; k < ARRAY_SIZE(vm_stats); k++)
 				TEST_ASSERT(!v[k], "ASI off, but VM %d's %s is %lu", i,
@@ -363,9 +366,8 @@ int main(int argc, char *argv[])
 		}
 		TEST_ASSERT(v[0] > 0, "VM %d never entered its restricted table", i);
 		/* Every vCPU is off the table now: each switch on, one off. */
-		TEST_ASSERT(v[0] == v[1] + v[2] + v[3] + v[4] + v[5],
-			    "VM %d: %lu switches onto its table, %lu off it", i, v[0],
-			    v[1] + v[2] + v[3] + v[4] + v[5]);
+		TEST_ASSERT(v[0] == leaves, "VM %d: %lu switches onto its table, %lu off it",
+			    i, v[0], leaves);
 	}
 	printf("%lu vCPU migrations, %lu syncs\n", migrations, syncs);
 	check_cookies(on);
