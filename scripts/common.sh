@@ -53,6 +53,21 @@ need_pkgs() {
 		{ tail -20 "$OUT/apt.log" >&2; die "apt-get install ${missing[*]} failed"; }
 }
 
+# install_with_libs ROOT TOOL...: each TOOL (a command on PATH) into ROOT
+# at /usr/bin/TOOL, with every shared library it loads at its own path.
+install_with_libs() {
+	local root=$1 tool bin lib
+	shift
+	for tool; do
+		bin=$(readlink -f "$(command -v "$tool")") || die "no $tool"
+		install -D -m 755 "$bin" "$root/usr/bin/$tool"
+		ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' |
+			sort -u | while read -r lib; do
+				install -D -m 755 "$(readlink -f "$lib")" "$root$lib"
+			done
+	done
+}
+
 BUILD_PKGS="build-essential flex bison bc libelf-dev libssl-dev cpio ccache xz-utils git python3 kmod rsync"
 # checkpatch.pl runs scripts/spdxcheck.py, which needs these.
 CHECK_PKGS="python3-ply python3-git"

@@ -47,14 +47,7 @@ install -m 755 "$bin/l2mon" "$TOP/benchmarks/l2/l2bench.sh" "$TOP/benchmarks/l2/
 
 # QEMU and perf (l2mon runs perf stat over each phase), every library
 # they load, and the microvm firmware.
-for tool in qemu-system-x86_64 perf; do
-	bin=$(readlink -f "$(command -v $tool)")
-	install -D -m 755 "$bin" "$root/usr/bin/$tool"
-	ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' |
-		sort -u | while read -r lib; do
-			install -D -m 755 "$(readlink -f "$lib")" "$root$lib"
-		done
-done
+install_with_libs "$root" qemu-system-x86_64 perf
 # Debian's QEMU 10 finds SeaBIOS's images in /usr/share/seabios (its
 # firmware path); the L2 guests' QEMU gets them all in /usr/share/qemu (-L).
 mkdir -p "$root/usr/share/qemu"

@@ -18,14 +18,7 @@ rm -rf "$root"
 cp -a "$src" "$root"
 
 # bpftrace, perf and every library they load, at their paths.
-for tool in bpftrace perf; do
-	bin=$(readlink -f "$(command -v $tool)")
-	install -D -m 755 "$bin" "$root/usr/bin/$tool"
-	ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' |
-		sort -u | while read -r lib; do
-			install -D -m 755 "$(readlink -f "$lib")" "$root$lib"
-		done
-done
+install_with_libs "$root" bpftrace perf
 # bpftrace's clang includes <linux/types.h>: the kernel's UAPI headers,
 # as headers_install wrote them for the selftests.
 hdr=$BUILD/default/usr/include
