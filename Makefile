@@ -6,36 +6,53 @@
 SHELL := /bin/bash
 S := scripts
 
-.PHONY: all tree refresh kernel kernel-modules kernel-noasi selftests image \
-	check check-full check-modules demo clean distclean help tools-test \
-	series verify-series stress kernel-debug image-debug check-debug image-bench bench bench-quick bench-l2-12 \
-	image-vmx check-vmx entry-window entry-window-modules
+# The scripts run their builds in parallel themselves (JOBS) and install
+# what they need with apt-get, which cannot run twice at once: one target
+# at a time, even under make -j.
+.NOTPARALLEL:
+
+.PHONY: all help tree refresh kernel kernel-modules kernel-debug kernel-noasi \
+	selftests image image-default image-bpf image-modules image-debug \
+	image-vmx image-bench tools-test entry-window entry-window-modules \
+	check check-full check-modules check-vmx check-debug stress demo bench \
+	bench-quick bench-l2-12 series verify-series clean distclean
 
 all: image
 
 help:
-	@echo "make demo          boot asi=on and run KVM guests; then asi=off vs asi=on on a QEMU guest's virtio I/O"
-	@echo "make check         the test suite (short form: CI)"
-	@echo "make check-full    every upstream KVM selftest, asi=off and asi=on"
-	@echo "make check-modules boot the KVM-as-modules kernel and load kvm_amd"
-	@echo "make check-vmx     boot asi=off and asi=on on Bochs's Haswell (VMX, EPT, VPID, PCID): KUnit, asi_exits_test, VMX selftests"
-	@echo "make tree          assemble out/linux: Debian's 6.12 source + our files + patches/series"
-	@echo "make refresh       export commits made in out/linux back into the project"
-	@echo "make kernel        build the test kernel (out/build/default)"
-	@echo "make kernel-modules build the configuration with KVM as modules"
-	@echo "make selftests     build the KVM selftests, static"
-	@echo "make image         build the test initramfs (with page-table-tools' asi-pt)"
-	@echo "make tools-test    asi-pt's unit tests on recorded input (part of make check)"
-	@echo "make entry-window  static check asi/entry_window: what KVM's entry window reads is"
-	@echo "                   mapped on ASI's restricted tables (self-test, then vmlinux.o)"
-	@echo "make entry-window-modules  the same for kvm.ko, kvm-intel.ko, kvm-amd.ko"
-	@echo "make check-debug   the debug kernel (lockdep, KASAN, kmemleak, fault injection): asi=on"
-	@echo "make bench         asi=off / asi=on / compiled out, side by side, 5 repetitions"
-	@echo "make bench-quick   the same, one repetition"
-	@echo "make bench-l2-12   twelve L2 guests at once, asi=off / asi=on / compiled out, 3 repetitions"
-	@echo "make stress        the long stress run (make check runs its short form)"
-	@echo "make series        write the upstream series with its cover letter to out/series/"
-	@echo "make verify-series check it: applies, checkpatch, sign-offs, every commit builds"
+	@echo "make all                  the default: make image"
+	@echo "make help                 this list"
+	@echo "make demo                 boot asi=on and run KVM guests; then asi=off vs asi=on on a QEMU guest's virtio I/O"
+	@echo "make check                the test suite (short form: CI)"
+	@echo "make check-full           every upstream KVM selftest, asi=off and asi=on"
+	@echo "make check-modules        boot the KVM-as-modules kernel and load kvm_amd"
+	@echo "make check-vmx            boot asi=off and asi=on on Bochs's Haswell (VMX, EPT, VPID, PCID)"
+	@echo "make check-debug          the debug kernel (lockdep, KASAN, kmemleak, fault injection): asi=on"
+	@echo "make stress               the long stress run (make check runs its short form)"
+	@echo "make tree                 assemble out/linux: Debian's 6.12 source + our files + patches/series"
+	@echo "make refresh              export commits made in out/linux back into the project"
+	@echo "make kernel               build the test kernel (out/build/default)"
+	@echo "make kernel-modules       build the configuration with KVM as modules (out/build/modules)"
+	@echo "make kernel-debug         build the debug kernel (out/build/debug)"
+	@echo "make kernel-noasi         build the kernel with ASI compiled out (out/build/noasi)"
+	@echo "make selftests            build the KVM selftests, static"
+	@echo "make image                build make check's initramfs images: image-default and image-bpf"
+	@echo "make image-default        build the test initramfs (with page-table-tools' asi-pt)"
+	@echo "make image-bpf            build the test initramfs with bpftrace and perf added"
+	@echo "make image-modules        build the test initramfs of the KVM-as-modules kernel, with its modules"
+	@echo "make image-debug          build the test initramfs of the debug kernel"
+	@echo "make image-vmx            build the slim initramfs of the Bochs machine (make check-vmx)"
+	@echo "make image-bench          build the benchmark initramfs (QEMU and an L2 guest added)"
+	@echo "make tools-test           asi-pt's unit tests on recorded input (part of make check)"
+	@echo "make entry-window         static check asi/entry_window on vmlinux.o, after its self-test"
+	@echo "make entry-window-modules the same for kvm.ko, kvm-intel.ko, kvm-amd.ko"
+	@echo "make bench                asi=off / asi=on / compiled out, side by side, 5 repetitions"
+	@echo "make bench-quick          the same, one repetition"
+	@echo "make bench-l2-12          twelve L2 guests at once, asi=off / asi=on / compiled out, 3 repetitions"
+	@echo "make series               write the upstream series with its cover letter to out/series/"
+	@echo "make verify-series        check it: applies, checkpatch, sign-offs, every commit builds"
+	@echo "make clean                remove the builds, images and logs (out/build, out/image, out/logs)"
+	@echo "make distclean            remove out/, the assembled tree included"
 
 tree:
 	@$(S)/tree.sh
@@ -58,14 +75,21 @@ kernel-noasi: tree
 selftests: kernel
 	@$(S)/selftests.sh
 
-image: selftests
+image: image-default image-bpf
+
+image-default: selftests
 	@$(S)/image.sh default
+
+# Built from image-default's root.
+image-bpf: image-default
 	@$(S)/image-bpf.sh
 
 image-modules: kernel-modules selftests
 	@$(S)/image.sh modules
 
-tools-test: image
+# On recorded input (page-table-tools/tests/): needs neither kernel nor image.
+tools-test:
+	@mkdir -p out/build/tools
 	@$(MAKE) -s -C page-table-tools OUT=$(CURDIR)/out/build/tools test
 
 # asi/entry_window (scripts/entry-window.py): the self-test on the planted
@@ -86,7 +110,7 @@ check: image tools-test
 check-full: image
 	@python3 selftests/harness/asitest.py check --plan full
 
-image-bench: image
+image-bench: image-default
 	@$(S)/image-bench.sh
 
 bench: image-bench kernel-noasi
@@ -98,7 +122,7 @@ bench-quick: image-bench kernel-noasi
 bench-l2-12: image-bench kernel-noasi
 	@$(S)/bench.sh --clocks realtime --plan bench-l2-12 --reps 3
 
-stress: image
+stress: image-default
 	@python3 selftests/harness/asitest.py check --plan stress
 
 image-debug: kernel-debug selftests
@@ -108,7 +132,7 @@ check-debug: image-debug
 	@python3 selftests/harness/asitest.py check --plan debug --config debug
 
 # The Bochs machine: an Intel CPU with VMX and PCID (docs/test-machines.md).
-image-vmx: image
+image-vmx: image-default
 	@$(S)/image-vmx.sh
 
 check-vmx: image-vmx

@@ -667,14 +667,14 @@ static unsigned long audit_user_half(const struct vm *vm, char **live, int nlive
 }
 
 /*
- * Invariant 1, for every VM: (a) everything its table maps in the kernel
- * half is recorded, as always-mapped, allowlisted or the VM's own; (b)
- * nothing recorded as a VM's own is mapped by another VM's table; (c) no
- * page of what asi/secrets names "absent" is mapped; (d) its user half is
- * empty unless it shares its VMM's (recorded), and it shares it only as
- * the process's only VM. What cannot be checked (a kernel without
- * asi/secrets or without the table's line on its user half) makes the
- * verdict INCOMPLETE, exit 2, unless there are violations.
+ * Invariant "No foreign data", for every VM: (a) everything its table maps in
+ * the kernel half is recorded, as always-mapped, allowlisted or the VM's own;
+ * (b) nothing recorded as a VM's own is mapped by another VM's table; (c) no
+ * page of what asi/secrets names "absent" is mapped; (d) its user half is empty
+ * unless it shares its VMM's (recorded), and it shares it only as the process's
+ * only VM. What cannot be checked (a kernel without asi/secrets or without the
+ * table's line on its user half) makes the verdict INCOMPLETE, exit 2, unless
+ * there are violations.
  */
 static int cmd_audit(int argc, char **argv)
 {
@@ -1961,7 +1961,7 @@ static void usage(FILE *f)
 		"usage: %s [--debugfs DIR] COMMAND [ARGS]\n"
 		"  summary [VM...]    pages mapped per owner class, against the full kernel map\n"
 		"  diff A B           what one table maps and the other does not; A, B: a VM or 'kernel'\n"
-		"  audit [VM...]      check invariant 1 for every (or each named) live VM, and\n"
+		"  audit [VM...]      check every (or each named) VM's table for foreign data, and\n"
 		"                     asi/secrets and the user half; exit 1 on a violation,\n"
 		"                     2 if a check could not be done (INCOMPLETE)\n"
 		"  suggest FILE|-     rank what to map from a fault log (asi/faults or asi_faults.bt)\n"

@@ -155,7 +155,7 @@ WAIVERS = {
 WINDOW_ENDS = {
     "vmx_do_nmi_irqoff":
         "the host NMI that caused the VM-exit, handled after the VM-entry code "
-        "returned; an NMI handler may fall back (invariant 5)",
+        "returned; an NMI handler may fall back (invariant: entries handled on a restricted table)",
     "fred_entry_from_kvm":
         "the same, on CPUs with FRED",
 }
@@ -269,7 +269,7 @@ class Elf:
 
 
 # --------------------------------------------------------------------------
-# Section classes: what asi_map_always() maps (asi-core/arch/x86/mm/asi.c)
+# Section classes: what asi_map_always() maps (asi-core/arch/x86/mm/asi/domain.c)
 
 MAPPED_NAMES = {
     # (.data.rel.ro* is in RO_DATA too: see the prefix rule below)

@@ -47,6 +47,11 @@ bool kvm_asi_free_sp(struct kvm_mmu_page *sp);
 void *kvm_asi_vcalloc(struct kvm *kvm, size_t n, size_t size, const char *owner);
 void kvm_asi_vfree(struct kvm *kvm, void *p, size_t n, size_t size);
 
+/* Between the files of KVM's ASI code only. */
+void kvm_asi_core_cookie_adopt(struct kvm *kvm);
+void kvm_asi_pt_init(struct kvm_asi_pt_pool *pool);
+void kvm_asi_pt_destroy(struct kvm *kvm, struct asi *asi);
+
 /*
  * What may have been pulled into the caches while the full table was in
  * use: the L1D where the CPU is affected by L1TF and can flush it, else

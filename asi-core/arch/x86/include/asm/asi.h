@@ -61,9 +61,10 @@
  *			to the full table and the access is retried there.
  *			If the full table does not map the address either,
  *			the retry faults again and takes the normal path,
- *			oops included (invariant 6). A fault taken while
- *			relaxed is retried once too: an NMI may have fallen
- *			back between the fault and its handler.
+ *			oops included (invariant "Real faults still oops").
+ *			A fault taken while relaxed is retried once too: an
+ *			NMI may have fallen back between the fault and its
+ *			handler.
  * asi_need_flush()	Whether this CPU left a restricted table (fallback or
  *			exit) since the last call: the owner flushes what
  *			its mitigations need only then.
@@ -150,65 +151,7 @@ enum asi_owner_class {
 	ASI_OWNER_DOMAIN,
 };
 
-/**
- * struct asi_fault_entry - one fault site of a fault log
- * @ip: the faulting instruction; 0 for a free slot
- * @address: the faulting address
- * @error_code: the page-fault error code of the first fault here
- * @count: fallback faults at this ip and address page
- */
-struct asi_fault_entry {
-	unsigned long ip;
-	unsigned long address;
-	unsigned long error_code;
-	atomic_long_t count;
-};
-
-#define ASI_FAULT_LOG_SIZE	128
-
-/**
- * struct asi_fault_log - fallback faults, deduplicated by ip and page
- * @entries: open-addressed by a hash of ip and page; never shrinks
- * @dropped: faults that found no free slot near their hash
- *
- * Written locklessly from the fault path (NMIs included), read and reset
- * through debugfs.
- */
-struct asi_fault_log {
-	struct asi_fault_entry entries[ASI_FAULT_LOG_SIZE];
-	atomic_long_t dropped;
-};
-
-/**
- * struct asi - an ASI domain: a restricted kernel page table
- * @pgd: the top-level table (PGD_ALLOCATION_ORDER pages, like any PGD)
- * @cr3: the CR3 address bits that load @pgd
- * @refcount: references; the last asi_put() frees the domain
- * @lock: serializes changes to the table and to @ranges
- * @ranges: what is mapped, [start, end - 1] -> struct asi_range (owner)
- * @list: on the list of all domains
- * @id: unique, for debugfs and traces
- * @gen: unique and never reused: names the domain's translations in the
- *	 ASI PCIDs of each CPU (see asi_enter())
- * @name: for debugfs and messages
- * @faults: this domain's fallback faults
- * @user_mm: the mm whose user half the domain shares, or NULL
- * @user_list: on the list of domains sharing a user half
- */
-struct asi {
-	pgd_t *pgd;
-	unsigned long cr3;
-	refcount_t refcount;
-	struct mutex lock;		/* the table and @ranges */
-	struct maple_tree ranges;
-	struct list_head list;
-	unsigned int id;
-	u64 gen;
-	char name[32];
-	struct asi_fault_log *faults;
-	struct mm_struct *user_mm;
-	struct list_head user_list;
-};
+struct asi;
 
 /*
  * Per-CPU variables the switch, entry and fault paths touch on a
@@ -217,10 +160,10 @@ struct asi {
  * which the module loader allocates with asi_percpu_alloc() from the room
  * left in those pages.
  */
-#define DECLARE_PER_CPU_ASI(type, name)	DECLARE_PER_CPU_SECTION(type, name, "..asi")
-#define DEFINE_PER_CPU_ASI(type, name)	DEFINE_PER_CPU_SECTION(type, name, "..asi")
+#define DECLARE_PER_CPU_ASI(type, name)	DECLARE_PER_CPU_SECTION(type, name, PER_CPU_ASI_SECTION)
+#define DEFINE_PER_CPU_ASI(type, name)	DEFINE_PER_CPU_SECTION(type, name, PER_CPU_ASI_SECTION)
 #define DEFINE_PER_CPU_ASI_ALIGNED(type, name)				\
-	DEFINE_PER_CPU_SECTION(type, name, "..asi") ____cacheline_aligned
+	DEFINE_PER_CPU_SECTION(type, name, PER_CPU_ASI_SECTION) ____cacheline_aligned
 
 extern char __per_cpu_asi_start[], __per_cpu_asi_end[];
 extern char __per_cpu_asi_module_start[];
@@ -453,9 +396,8 @@ bool asi_need_flush(void);
 void __asi_invalidate_pcid(u16 asid);
 void __asi_invalidate_pcid_all(void);
 
-#if IS_ENABLED(CONFIG_MITIGATION_ADDRESS_SPACE_ISOLATION_KUNIT_TEST)
-unsigned long asi_test_table_cr3(unsigned long table, unsigned long cr3, bool pcid, u16 asid);
-bool asi_test_pcid_claim(u16 asid, u64 gen);
+#ifdef CONFIG_MITIGATION_ADDRESS_SPACE_ISOLATION_TEST_HOOKS
+/* For KVM's asi/translate test hook. */
 bool asi_test_translates(struct asi *asi, unsigned long va);
 #endif
 

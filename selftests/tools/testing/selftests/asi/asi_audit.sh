@@ -1,17 +1,16 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# The isolation audit, live (invariant 1): with twelve VMs of one process
-# running, the page-table tool (asi-pt) must find every VM's table clean,
-# asi/secrets' absent ranges unmapped and no user half shared (the
-# process holds twelve VMs); with a page of one VM's struct kvm planted
-# into another VM's table (the asi/plant test hook) it must fail and name
-# both; with a page of the ro_after_init secrets planted (asi/plant's
-# "secret") it must fail and name the secret; with each plant gone, pass
-# again.
-# Also runs summary, diff and suggest against the live VMs and checks the
-# tool's messages on bad input. With ASI off, checks that the tool says
-# so. Exit: 0 pass, 1 fail, 4 skip.
+# The isolation audit, live (invariant "No foreign data"): with twelve VMs of
+# one process running, the page-table tool (asi-pt) must find every VM's table
+# clean, asi/secrets' absent ranges unmapped and no user half shared (the
+# process holds twelve VMs); with a page of one VM's struct kvm planted into
+# another VM's table (the asi/plant test hook) it must fail and name both; with
+# a page of the ro_after_init secrets planted (asi/plant's "secret") it must
+# fail and name the secret; with each plant gone, pass again. Also runs summary,
+# diff and suggest against the live VMs and checks the tool's messages on bad
+# input. With ASI off, checks that the tool says so. Exit: 0 pass, 1 fail, 4
+# skip.
 #
 # Usage: asi_audit.sh [VMS]; asi_multi_vm_test runs it again as
 # "asi_audit.sh --live" while the VMs run.

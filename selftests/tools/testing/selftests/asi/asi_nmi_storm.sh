@@ -1,13 +1,13 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# NMI storm (invariant 5): while a vCPU runs guests on its VM's restricted
-# table, send NMIs to every other CPU in a loop (sysrq "l": a backtrace of
-# every CPU, by NMI). Nothing may oops, WARN or hang (the harness catches
-# panics and hangs; oops=panic), the guests must pass, and some NMIs must
-# have landed on a restricted table (fallback faults counted in interrupt
-# or NMI context, asi/cpus column 11), else the test proved nothing.
-# Skips with ASI off. Exit: 0 pass, 1 fail, 4 skip.
+# NMI storm (invariant "Entries handled on a restricted table"): while a vCPU
+# runs guests on its VM's restricted table, send NMIs to every other CPU in a
+# loop (sysrq "l": a backtrace of every CPU, by NMI). Nothing may oops, WARN or
+# hang (the harness catches panics and hangs; oops=panic), the guests must pass,
+# and some NMIs must have landed on a restricted table (fallback faults counted
+# in interrupt or NMI context, asi/cpus column 11), else the test proved
+# nothing. Skips with ASI off. Exit: 0 pass, 1 fail, 4 skip.
 #
 # With ASI_NMI_LANDING=optional (the debug kernel's plan) no NMI needs to
 # land on a restricted table: with lockdep, the vCPU falls back right

@@ -20,10 +20,10 @@
  * without CONFIG_FAULT_INJECTION_DEBUG_FS, FAILSLAB and FAIL_PAGE_ALLOC.
  *
  * With asi=on, every VM must have entered its domain, and at the end the
- * domains and their page-table pages (/sys/kernel/debug/asi/domains) must
- * be back to what they were before the first VM: nothing of a destroyed
- * VM's domain may survive it (invariant 7). With ASI off, no domain may
- * appear. Nothing may oops (the harness panics on an oops).
+ * domains and their page-table pages (/sys/kernel/debug/asi/domains) must be
+ * back to what they were before the first VM: nothing of a destroyed VM's
+ * domain may survive it (invariant "Nothing outlives its VM"). With ASI off, no
+ * domain may appear. Nothing may oops (the harness panics on an oops).
  */
 #define _GNU_SOURCE
 #include <errno.h>
