@@ -37,6 +37,8 @@ done <"$img/kvm-tests.txt"
 # The project's own tests, from the assembled tree.
 cp -a "$SRC/tools/testing/selftests/asi/." "$root/tests/asi/"
 rm -f "$root/tests/asi/Makefile"
+mkdir -p "$root/tests/kselftest"
+install -m 644 "$SRC/tools/testing/selftests/kselftest/ktap_helpers.sh" "$root/tests/kselftest/"
 
 # The page-table tool, static.
 mkdir -p "$BUILD/tools"

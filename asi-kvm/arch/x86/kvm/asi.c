@@ -13,7 +13,7 @@
  *   objects with ASI on), and on SVM the VMCB and the MSR permission map;
  *   its CPUID entries (a vmalloc()ed copy, replaced with them); on SVM,
  *   once the guest has turned EFER.SVME on, vmcb02 and the nested MSR
- *   permission map (kvm_arch_asi_map(); kept until the vCPU is
+ *   permission map (kvm_asi_map(); kept until the vCPU is
  *   destroyed). Not the guest FPU state: XFD may reallocate it, and
  *   nothing would unmap the old one before it is freed;
  * - the per-CPU read-side counters of the VM's SRCU structs (page-owned
@@ -26,10 +26,11 @@
  *   two VMs shares its user half with neither (kvm_asi_share_user()).
  * - the VM's memslots (whole pages with ASI on), which every guest
  *   memory access looks up;
- * - the I/O buses and the in-kernel PIC and IOAPIC (kvm_arch_asi_map()),
- *   which in-kernel PIO and MMIO exits go through. The buses are
- *   replaced on every device registration: the new one is mapped before
- *   it is installed, the old one unmapped before it is freed.
+ * - the I/O buses and the in-kernel PIC and IOAPIC (kvm_arch_asi_map(),
+ *   kvm_asi_map()), which in-kernel PIO and MMIO exits go through. The
+ *   buses are replaced on every device registration: the new one is
+ *   mapped before it is installed, the old one unmapped before it is
+ *   freed.
  * - the MMU's page tables, their kvm_mmu_page headers, translation pages
  *   and struct pages, from a pool of blocks of whole memory map pages (see
  *   below), which MMIO and NPT faults, and with the shadow MMU INVLPG and
@@ -300,45 +301,58 @@ void kvm_asi_destroy_vm(struct kvm *kvm)
 }
 
 /**
- * kvm_arch_asi_map() - map a VM's data into its domain
+ * kvm_asi_map() - map a VM's data into its domain
  * @kvm: the VM
  * @addr: the data; whole pages that belong to this VM alone
  * @len: its length in bytes
  * @owner: what it is, for debugfs (a string with static lifetime)
  *
- * For the VM's data that common exits touch, allocated and freed by
- * generic or device code (the I/O buses, the PIC, the IOAPIC, the dirty
- * bitmap and the dirty ring), and for
- * vCPU state allocated after the vCPU (SVM's nested state, when the
- * guest first turns EFER.SVME on). A no-op with ASI off.
+ * For the VM's data that common exits touch and that is allocated after
+ * the VM: the in-kernel PIC and IOAPIC, the MSR filter, the APIC map, and
+ * vCPU state allocated after the vCPU (SVM's nested state, when the guest
+ * first turns EFER.SVME on). The one way for x86 KVM code to map a VM's
+ * data; kvm_asi_vcpu_map() is the one for a vCPU's. A no-op with ASI off.
  *
  * Return: 0 or asi_map()'s error; nothing is mapped then.
  */
-int kvm_arch_asi_map(struct kvm *kvm, const void *addr, size_t len,
-		     const char *owner)
+int kvm_asi_map(struct kvm *kvm, const void *addr, size_t len, const char *owner)
 {
 	if (!kvm->arch.asi)
 		return 0;
 	return asi_map(kvm->arch.asi, addr, len, owner);
 }
-EXPORT_SYMBOL_GPL(kvm_arch_asi_map);
+EXPORT_SYMBOL_GPL(kvm_asi_map);
 
 /**
- * kvm_arch_asi_unmap() - unmap what kvm_arch_asi_map() mapped
+ * kvm_asi_unmap() - unmap what kvm_asi_map() mapped
  * @kvm: the VM
- * @addr: @addr given to kvm_arch_asi_map()
- * @len: @len given to kvm_arch_asi_map()
+ * @addr: @addr given to kvm_asi_map()
+ * @len: @len given to kvm_asi_map()
  *
  * Flushes as asi_unmap() does before returning: the memory may be freed
  * right after. A no-op with ASI off and once the domain is gone (its
  * destruction dropped every mapping).
  */
-void kvm_arch_asi_unmap(struct kvm *kvm, const void *addr, size_t len)
+void kvm_asi_unmap(struct kvm *kvm, const void *addr, size_t len)
 {
 	if (kvm->arch.asi)
 		asi_unmap(kvm->arch.asi, addr, len);
 }
-EXPORT_SYMBOL_GPL(kvm_arch_asi_unmap);
+EXPORT_SYMBOL_GPL(kvm_asi_unmap);
+
+/*
+ * The same for generic KVM code (virt/kvm/: the I/O buses, the dirty
+ * bitmap and ring, ioeventfds), through <linux/kvm_host.h>.
+ */
+int kvm_arch_asi_map(struct kvm *kvm, const void *addr, size_t len, const char *owner)
+{
+	return kvm_asi_map(kvm, addr, len, owner);
+}
+
+void kvm_arch_asi_unmap(struct kvm *kvm, const void *addr, size_t len)
+{
+	kvm_asi_unmap(kvm, addr, len);
+}
 
 /**
  * kvm_asi_vcalloc() - allocate a VM's array, mapped into its domain
@@ -421,4 +435,3 @@ void kvm_asi_unmap_memslot(struct kvm *kvm, struct kvm_memory_slot *slot)
 	if (kvm->arch.asi)
 		asi_unmap(kvm->arch.asi, slot, sizeof(*slot));
 }
-

@@ -44,6 +44,8 @@ void kvm_asi_pt_topup(struct kvm *kvm, unsigned int min);
 struct kvm_mmu_page *kvm_asi_alloc_sp(struct kvm *kvm, u64 init_value,
 				      bool shadowed_info);
 bool kvm_asi_free_sp(struct kvm_mmu_page *sp);
+int kvm_asi_map(struct kvm *kvm, const void *addr, size_t len, const char *owner);
+void kvm_asi_unmap(struct kvm *kvm, const void *addr, size_t len);
 void *kvm_asi_vcalloc(struct kvm *kvm, size_t n, size_t size, const char *owner);
 void kvm_asi_vfree(struct kvm *kvm, void *p, size_t n, size_t size);
 
@@ -246,6 +248,13 @@ static inline struct kvm_mmu_page *kvm_asi_alloc_sp(struct kvm *kvm, u64 init_va
 
 static inline bool kvm_asi_free_sp(struct kvm_mmu_page *sp) { return false; }
 
+static inline int kvm_asi_map(struct kvm *kvm, const void *addr, size_t len,
+			      const char *owner)
+{
+	return 0;
+}
+
+static inline void kvm_asi_unmap(struct kvm *kvm, const void *addr, size_t len) { }
 static inline void *kvm_asi_vcalloc(struct kvm *kvm, size_t n, size_t size,
 				    const char *owner)
 {

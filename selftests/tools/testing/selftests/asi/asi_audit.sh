@@ -17,7 +17,7 @@
 
 . "$(dirname "$0")/asi_lib.sh"
 
-pt=${ASI_PT:-/tests/bin/asi-pt}
+pt=$ASI_PT
 [ -x "$pt" ] || { echo "FAIL: $pt missing"; exit 1; }
 fail=0
 out=/tmp/asi_audit.out
@@ -49,11 +49,11 @@ if [ "$1" != --live ]; then
 		exit $fail
 	fi
 	vms=${1:-12}
-	/tests/kvm/x86_64/asi_multi_vm_test -v "$vms" -c 2 -s 3 -x "$0 --live $vms" ||
+	$KVM_SELFTESTS/x86_64/asi_multi_vm_test -v "$vms" -c 2 -s 3 -x "$0 --live $vms" ||
 		{ echo "FAIL: asi_multi_vm_test -x '$0 --live' failed"; exit 1; }
 	# Two processes with a VM each: each domain shares its VMM's user
 	# half, and the audit accepts both.
-	mvt=/tests/kvm/x86_64/asi_multi_vm_test
+	mvt=$KVM_SELFTESTS/x86_64/asi_multi_vm_test
 	$mvt -v 1 -c 1 -s 2 -x "$mvt -v 1 -c 1 -s 2 -x '$0 --live-shared'" ||
 		{ echo "FAIL: two processes with a VM each: asi_multi_vm_test -x failed"; exit 1; }
 	echo "PASS"

@@ -73,7 +73,7 @@ for f in state domains allowlist cpus; do
 		"$ASI_DEBUGFS/$f" 0
 done
 
-guest=/tests/kvm/x86_64/asi_multi_vm_test
+guest=$KVM_SELFTESTS/x86_64/asi_multi_vm_test
 [ -x "$guest" ] || { echo "FAIL: $guest missing"; exit 1; }
 "$guest" -v 2 -c 1 -s 2 -x "$0 --live" >$out.vm 2>&1 || {
 	echo "FAIL: the VMs or the per-VM checks failed:"

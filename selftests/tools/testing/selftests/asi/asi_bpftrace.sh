@@ -11,8 +11,8 @@
 
 . "$(dirname "$0")/asi_lib.sh"
 
-bt=/tests/bpftrace
-pt=/tests/bin/asi-pt
+bt=$ASI_SELFTESTS/bpftrace
+pt=$ASI_PT
 asi_require_on
 command -v bpftrace >/dev/null || { echo "SKIP: no bpftrace in this image"; exit 4; }
 [ -d /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing
@@ -40,7 +40,7 @@ run() {
 		return
 	fi
 	echo "$script attached in ${i} s"
-	/tests/kvm/x86_64/asi_multi_vm_test -v 12 -c 2 -s 3 >/tmp/asi_bpftrace.vms 2>&1 ||
+	$KVM_SELFTESTS/x86_64/asi_multi_vm_test -v 12 -c 2 -s 3 >/tmp/asi_bpftrace.vms 2>&1 ||
 		{ echo "FAIL: the guests failed:"; cat /tmp/asi_bpftrace.vms; fail=1; }
 	kill -INT $pid
 	wait $pid

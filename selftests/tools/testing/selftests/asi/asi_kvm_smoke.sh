@@ -9,7 +9,7 @@
 . "$(dirname "$0")/asi_lib.sh"
 
 domains=$ASI_DEBUGFS/domains
-guest=${1:-/tests/kvm/x86_64/userspace_io_test}
+guest=${1:-$KVM_SELFTESTS/x86_64/userspace_io_test}
 
 asi_require_on
 asi_require_files "$ASI_CPUS" "$domains"

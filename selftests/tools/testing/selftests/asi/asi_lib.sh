@@ -1,7 +1,18 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Shared by the ASI test scripts: sourced, not run. Exit codes of the
-# tests: 0 pass, 1 fail, 4 skip.
+# tests: KSFT_PASS (0), KSFT_FAIL (1), KSFT_SKIP (4).
+
+# The selftests' folder: tools/testing/selftests in the kernel tree, /tests
+# in the project's test images. The KVM selftests are in its kvm/ folder
+# (KVM_SELFTESTS to use others); asi-pt, the page-table tool, is $ASI_PT,
+# or the one on $PATH, or the one in its bin/ folder.
+ASI_SELFTESTS=$(cd "$(dirname "$0")/.." && pwd)
+KVM_SELFTESTS=${KVM_SELFTESTS:-$ASI_SELFTESTS/kvm}
+ASI_PT=${ASI_PT:-$(command -v asi-pt || echo "$ASI_SELFTESTS/bin/asi-pt")}
+
+# The exit codes (KSFT_PASS, KSFT_FAIL, KSFT_SKIP) and KTAP output.
+. "$ASI_SELFTESTS/kselftest/ktap_helpers.sh"
 
 ASI_DEBUGFS=/sys/kernel/debug/asi
 ASI_CPUS=$ASI_DEBUGFS/cpus
@@ -10,14 +21,14 @@ ASI_CPUS=$ASI_DEBUGFS/cpus
 asi_require_on() {
 	grep -q '^enabled: on' "$ASI_DEBUGFS/state" 2>/dev/null || {
 		echo "SKIP: ASI is off"
-		exit 4
+		exit "$KSFT_SKIP"
 	}
 }
 
 # Fail unless every file named is readable.
 asi_require_files() {
 	for f in "$@"; do
-		[ -r "$f" ] || { echo "FAIL: $f missing"; exit 1; }
+		[ -r "$f" ] || { echo "FAIL: $f missing"; exit "$KSFT_FAIL"; }
 	done
 }
 
@@ -52,13 +63,13 @@ asi_kvm_modules() {
 		vendor=kvm_intel other=kvm_amd paging=ept
 	else
 		echo "SKIP: no SVM or VMX"
-		exit 4
+		exit "$KSFT_SKIP"
 	fi
 	[ -e /sys/module/kvm/initstate ] && return
 	modprobe "$vendor" 2>/dev/null || true
 	[ -e /sys/module/kvm/initstate ] || {
 		echo "SKIP: KVM is built in, or $vendor does not load"
-		exit 4
+		exit "$KSFT_SKIP"
 	}
 }
 

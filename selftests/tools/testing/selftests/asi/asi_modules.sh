@@ -23,8 +23,8 @@
 
 . "$(dirname "$0")/asi_lib.sh"
 
-exits=${ASI_EXITS_TEST:-/tests/kvm/x86_64/asi_exits_test}
-multi=${ASI_MULTI_VM_TEST:-/tests/kvm/x86_64/asi_multi_vm_test}
+exits=${ASI_EXITS_TEST:-$KVM_SELFTESTS/x86_64/asi_exits_test}
+multi=${ASI_MULTI_VM_TEST:-$KVM_SELFTESTS/x86_64/asi_multi_vm_test}
 
 # has_range MAPPINGS OWNER [CLASS]: asi/mappings file MAPPINGS has a range
 # of OWNER (of CLASS).

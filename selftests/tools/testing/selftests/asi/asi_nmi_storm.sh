@@ -22,7 +22,7 @@
 . "$(dirname "$0")/asi_lib.sh"
 
 rounds=${1:-300}
-guest=${2:-/tests/kvm/x86_64/asi_exits_test}
+guest=${2:-$KVM_SELFTESTS/x86_64/asi_exits_test}
 stop=/tmp/asi_nmi_storm.stop
 failed=/tmp/asi_nmi_storm.failed
 

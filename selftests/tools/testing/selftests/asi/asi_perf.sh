@@ -11,7 +11,7 @@
 
 . "$(dirname "$0")/asi_lib.sh"
 
-guest=${1:-/tests/kvm/x86_64/asi_exits_test}
+guest=${1:-$KVM_SELFTESTS/x86_64/asi_exits_test}
 # perf enables the tracepoints while the guest may run: that patches text,
 # and the patch's int3 on a restricted table falls back (bp_desc).
 export ASI_EXITS_ALLOW_FALLBACKS=1

@@ -22,9 +22,9 @@
 
 . "$(dirname "$0")/asi_lib.sh"
 
-exits=${ASI_EXITS_TEST:-/tests/kvm/x86_64/asi_exits_test}
-multi=${ASI_MULTI_VM_TEST:-/tests/kvm/x86_64/asi_multi_vm_test}
-churn=${ASI_CHURN_TEST:-/tests/kvm/x86_64/asi_churn_test}
+exits=${ASI_EXITS_TEST:-$KVM_SELFTESTS/x86_64/asi_exits_test}
+multi=${ASI_MULTI_VM_TEST:-$KVM_SELFTESTS/x86_64/asi_multi_vm_test}
+churn=${ASI_CHURN_TEST:-$KVM_SELFTESTS/x86_64/asi_churn_test}
 kvm=/sys/kernel/debug/kvm
 
 # field FILE NAME: the value of "NAME: value" in FILE.

@@ -20,7 +20,7 @@
 . "$(dirname "$0")/asi_lib.sh"
 
 reps=${1:-2}
-exits=/tests/kvm/x86_64/asi_exits_test
+exits=$KVM_SELFTESTS/x86_64/asi_exits_test
 smt=$ASI_DEBUGFS/smt
 out=/tmp/asi_smt_cost
 

@@ -23,8 +23,8 @@
 
 . "$(dirname "$0")/asi_lib.sh"
 
-pt=${ASI_PT:-/tests/bin/asi-pt}
-mvt=/tests/kvm/x86_64/asi_multi_vm_test
+pt=$ASI_PT
+mvt=$KVM_SELFTESTS/x86_64/asi_multi_vm_test
 tr=/sys/kernel/tracing
 smt=$ASI_DEBUGFS/smt
 

@@ -25,8 +25,8 @@
 
 secs=${1:-10}
 lifecycles=${2:-1000}
-kvm=/tests/kvm
-pt=${ASI_PT:-/tests/bin/asi-pt}
+kvm=$KVM_SELFTESTS
+pt=$ASI_PT
 tmp=/tmp/asi_stress
 stop=$tmp/stop
 

@@ -14,7 +14,7 @@
 . "$(dirname "$0")/asi_lib.sh"
 
 rounds=${1:-50}
-guest=${2:-/tests/kvm/x86_64/asi_exits_test}
+guest=${2:-$KVM_SELFTESTS/x86_64/asi_exits_test}
 tr=/sys/kernel/tracing
 
 asi_require_on

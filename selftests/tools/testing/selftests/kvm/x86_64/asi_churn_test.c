@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "asi.h"
 #include "kvm_util.h"
 #include "processor.h"
 #include "test_util.h"
@@ -99,19 +100,6 @@ static struct domains read_domains(void)
 	}
 	fclose(f);
 	return d;
-}
-
-static bool asi_is_on(void)
-{
-	char buf[64] = "";
-	FILE *f = fopen("/sys/kernel/debug/asi/state", "r");
-	bool on;
-
-	if (!f)
-		return false;
-	on = fgets(buf, sizeof(buf), f) && !strcmp(buf, "enabled: on\n");
-	fclose(f);
-	return on;
 }
 
 static void run_once(bool on)

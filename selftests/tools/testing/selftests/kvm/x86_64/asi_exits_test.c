@@ -78,6 +78,7 @@
 #include <unistd.h>
 
 #include "apic.h"
+#include "asi.h"
 #include "kvm_util.h"
 #include "processor.h"
 #include "svm_util.h"
@@ -584,78 +585,6 @@ enum {
 	S_SMT_KICKS, S_TIMER, S_IOEVENTFD, S_FAULTIN, NR_STATS
 };
 
-struct stats_reader {
-	int fd;
-	struct kvm_stats_header header;
-	struct kvm_stats_desc *desc;
-	struct kvm_stats_desc *found[NR_STATS];
-};
-
-static void stats_open(struct stats_reader *r, struct kvm_vcpu *vcpu)
-{
-	size_t size = 0;
-	int i, j;
-
-	r->fd = vcpu_get_stats_fd(vcpu);
-	read_stats_header(r->fd, &r->header);
-	r->desc = read_stats_descriptors(r->fd, &r->header);
-	size = get_stats_descriptor_size(&r->header);
-	for (i = 0; i < NR_STATS; i++) {
-		for (j = 0; j < r->header.num_desc; j++) {
-			struct kvm_stats_desc *d = (void *)r->desc + j * size;
-
-			if (!strcmp(d->name, stat_names[i]))
-				r->found[i] = d;
-		}
-		TEST_ASSERT(r->found[i], "vCPU stat %s missing", stat_names[i]);
-	}
-}
-
-/* The stats fd holds a reference to the VM: close it before the VM. */
-static void stats_close(struct stats_reader *r)
-{
-	close(r->fd);
-	free(r->desc);
-}
-
-static void stats_read(struct stats_reader *r, uint64_t *v)
-{
-	int i;
-
-	for (i = 0; i < NR_STATS; i++)
-		read_stat_data(r->fd, &r->header, r->found[i], &v[i], 1);
-}
-
-/* Whether the first line of debugfs file @path is @line; no file: false. */
-static bool first_line_is(const char *path, const char *line)
-{
-	char buf[64] = "";
-	FILE *f = fopen(path, "r");
-	bool is;
-
-	if (!f)
-		return false;
-	is = fgets(buf, sizeof(buf), f) && !strcmp(buf, line);
-	fclose(f);
-	return is;
-}
-
-static bool asi_is_on(void)
-{
-	/* No file: compiled out, or no debugfs (see below). */
-	return first_line_is("/sys/kernel/debug/asi/state", "enabled: on\n");
-}
-
-/*
- * With ASI's SMT sibling protocol on, a thread that leaves its table makes
- * the other thread's next VM-entry flush too: a vCPU then flushes more
- * often than it entered its table itself.
- */
-static bool smt_protocol_on(void)
-{
-	return first_line_is("/sys/kernel/debug/asi/smt", "protocol: on\n");
-}
-
 /*
  * With APICv (AVIC), interrupts are delivered without interrupt-window
  * exits, and IPIs to a running vCPU without a kick: the checks on those
@@ -840,20 +769,10 @@ static void print_bench(const char *name, double ns, const uint64_t *d)
 	       d[S_FAULTIN]);
 }
 
-/* The VM's debugfs file asi/@name, opened for reading, or NULL. */
-static FILE *vm_asi_fopen(struct kvm_vm *vm, const char *name)
-{
-	char path[128];
-
-	snprintf(path, sizeof(path), "/sys/kernel/debug/kvm/%d-%d/asi/%s",
-		 getpid(), vm->fd, name);
-	return fopen(path, "r");
-}
-
 /* Ranges the VM's domain maps for @owner now (asi/mappings). */
 static int vm_asi_mapped(struct kvm_vm *vm, const char *owner)
 {
-	FILE *f = vm_asi_fopen(vm, "mappings");
+	FILE *f = vm_asi_fopen(vm, "mappings", "r");
 	char line[256];
 	int n = 0, at;
 
@@ -878,7 +797,7 @@ static char *read_faults(struct kvm_vm *vm)
 	FILE *f, *m;
 	int c;
 
-	f = vm_asi_fopen(vm, "faults");
+	f = vm_asi_fopen(vm, "faults", "r");
 	if (!f)
 		return NULL;
 	m = open_memstream(&log, &len);
@@ -899,7 +818,7 @@ static char *read_faults(struct kvm_vm *vm)
 static void check_mmu_pool(struct kvm_vm *vm, bool allow_misses)
 {
 	unsigned long pages = 0, free = 0, misses = -1UL, v;
-	FILE *f = vm_asi_fopen(vm, "mmu_pages");
+	FILE *f = vm_asi_fopen(vm, "mmu_pages", "r");
 	char name[32];
 
 	TEST_ASSERT(f, "ASI on, but no asi/mmu_pages for the VM");
@@ -937,18 +856,18 @@ static void print_row(const char *name, const uint64_t *d, double exits, double 
  * its statistics in @d, the time in *@ns. Returns run_to_sync()'s exits to
  * user space.
  */
-static uint64_t run_timed(struct kvm_vcpu *vcpu, struct stats_reader *r,
+static uint64_t run_timed(struct kvm_vcpu *vcpu, struct vcpu_stats *r,
 			  struct ucall *uc, uint64_t *d, double *ns)
 {
 	uint64_t before[NR_STATS], after[NR_STATS], user_pio;
 	struct timespec t0, t1;
 	int i;
 
-	stats_read(r, before);
+	vcpu_stats_read(r, before);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	user_pio = run_to_sync(vcpu, uc);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	stats_read(r, after);
+	vcpu_stats_read(r, after);
 	for (i = 0; i < NR_STATS; i++)
 		d[i] = after[i] - before[i];
 	*ns = elapsed_ns(&t0, &t1);
@@ -1004,7 +923,7 @@ static void print_faults(const char *when, const char *log)
 struct halt_vcpu {
 	const char *name;
 	struct kvm_vcpu *vcpu;
-	struct stats_reader r;
+	struct vcpu_stats r;
 	uint64_t before[NR_STATS], after[NR_STATS];
 	pthread_t thread;
 };
@@ -1015,9 +934,9 @@ static void *halt_vcpu_thread(void *arg)
 	struct ucall uc;
 
 	run_to_sync(h->vcpu, &uc);		/* the warm-up */
-	stats_read(&h->r, h->before);
+	vcpu_stats_read(&h->r, h->before);
 	run_to_sync(h->vcpu, &uc);
-	stats_read(&h->r, h->after);
+	vcpu_stats_read(&h->r, h->after);
 	vcpu_run(h->vcpu);
 	TEST_ASSERT(get_ucall(h->vcpu, &uc) == UCALL_DONE, "%s did not finish", h->name);
 	return NULL;
@@ -1058,7 +977,7 @@ static bool run_ipi_pair(bool halt, bool on, bool apicv, bool allow_fallbacks)
 	h[1].vcpu = vm_vcpu_add(vm, 1, halt ? guest_halter : guest_spinner);
 	vm_install_exception_handler(vm, SELF_IPI_VECTOR, guest_irq_handler);
 	for (i = 0; i < 2; i++) {
-		stats_open(&h[i].r, h[i].vcpu);
+		vcpu_stats_open(&h[i].r, h[i].vcpu, stat_names, NR_STATS);
 		TEST_ASSERT(!pthread_create(&h[i].thread, NULL, halt_vcpu_thread, &h[i]),
 			    "pthread_create");
 	}
@@ -1120,7 +1039,7 @@ static bool run_ipi_pair(bool halt, bool on, bool apicv, bool allow_fallbacks)
 				    name, d[1][S_SCHED], d[1][S_POLLS]);
 	}
 	for (i = 0; i < 2; i++)
-		stats_close(&h[i].r);
+		vcpu_stats_close(&h[i].r);
 	kvm_vm_free(vm);
 	return ok;
 }
@@ -1200,7 +1119,7 @@ static void check_nested_mapped(struct kvm_vm *vm, const char *when)
  */
 static bool run_nested(bool on, bool allow_fallbacks)
 {
-	struct stats_reader r = { };
+	struct vcpu_stats r = { };
 	uint64_t d[NR_STATS];
 	struct kvm_vcpu *vcpu;
 	vm_vaddr_t svm_gva;
@@ -1218,7 +1137,7 @@ static bool run_nested(bool on, bool allow_fallbacks)
 	vcpu_alloc_svm(vm, &svm_gva);
 	npt = kvm_cpu_has(X86_FEATURE_NPT);
 	vcpu_args_set(vcpu, 2, svm_gva, npt ? nested_npt_setup(vm) : 0);
-	stats_open(&r, vcpu);
+	vcpu_stats_open(&r, vcpu, stat_names, NR_STATS);
 
 	for (p = 0; p < ARRAY_SIZE(nested_phases); p++) {
 		const char *name = nested_phases[p].name;
@@ -1256,7 +1175,7 @@ static bool run_nested(bool on, bool allow_fallbacks)
 		TEST_ASSERT(d[S_FLUSHES] + d[S_SKIPPED] >= exits,
 			    "%s: %lu flushes, %lu skipped for %.0f exits", name,
 			    d[S_FLUSHES], d[S_SKIPPED], exits);
-		TEST_ASSERT(d[S_FLUSHES] <= d[S_ENTERS] || smt_protocol_on(),
+		TEST_ASSERT(d[S_FLUSHES] <= d[S_ENTERS] || asi_smt_protocol_on(),
 			    "%s: %lu flushes for %lu entries", name, d[S_FLUSHES], d[S_ENTERS]);
 		leaves = table_leaves(d);
 		TEST_ASSERT(d[S_ENTERS] == leaves, "%s: %lu switches onto the table, %lu off it",
@@ -1282,7 +1201,7 @@ static bool run_nested(bool on, bool allow_fallbacks)
 		check_nested_mapped(vm, "SVM on again");
 	vcpu_run(vcpu);
 	TEST_ASSERT(get_ucall(vcpu, &uc) == UCALL_DONE, "nested guest did not finish");
-	stats_close(&r);
+	vcpu_stats_close(&r);
 	kvm_vm_free(vm);
 	return ok;
 }
@@ -1302,7 +1221,7 @@ static bool run_dirty_ring(bool on, bool shadow, bool pml, bool allow_fallbacks)
 {
 	const char *name = "dirty_ring";
 	uint64_t d[NR_STATS], user_pio;
-	struct stats_reader r = { };
+	struct vcpu_stats r = { };
 	struct kvm_vcpu *vcpu;
 	struct kvm_vm *vm;
 	struct ucall uc;
@@ -1325,7 +1244,7 @@ static bool run_dirty_ring(bool on, bool shadow, bool pml, bool allow_fallbacks)
 	vm_userspace_mem_region_add(vm, VM_MEM_SRC_ANONYMOUS, DIRTY_GPA, DIRTY_SLOT,
 				    DIRTY_PAGES, KVM_MEM_LOG_DIRTY_PAGES);
 	virt_map(vm, DIRTY_GPA, DIRTY_GPA, DIRTY_PAGES);
-	stats_open(&r, vcpu);
+	vcpu_stats_open(&r, vcpu, stat_names, NR_STATS);
 
 	run_to_sync(vcpu, &uc);			/* the warm-up */
 	user_pio = run_timed(vcpu, &r, &uc, d, &ns);
@@ -1363,7 +1282,7 @@ static bool run_dirty_ring(bool on, bool shadow, bool pml, bool allow_fallbacks)
 	}
 	vcpu_run(vcpu);
 	TEST_ASSERT(get_ucall(vcpu, &uc) == UCALL_DONE, "%s: guest did not finish", name);
-	stats_close(&r);
+	vcpu_stats_close(&r);
 	kvm_vm_free(vm);
 	return ok;
 }
@@ -1378,7 +1297,7 @@ int main(void)
 	 * asi_nmi_storm.sh): every other check still applies.
 	 */
 	bool allow_fallbacks = !!getenv("ASI_EXITS_ALLOW_FALLBACKS");
-	struct stats_reader r = { };
+	struct vcpu_stats r = { };
 	struct kvm_ioeventfd ioeventfd = { .addr = IOEVENTFD_GPA, .len = 4 };
 	uint64_t d[NR_STATS], signals;
 	struct kvm_vcpu *vcpu;
@@ -1401,7 +1320,7 @@ int main(void)
 	vm_userspace_mem_region_add(vm, VM_MEM_SRC_ANONYMOUS, DIRTY_GPA, DIRTY_SLOT,
 				    DIRTY_PAGES, KVM_MEM_LOG_DIRTY_PAGES);
 	virt_map(vm, DIRTY_GPA, DIRTY_GPA, DIRTY_PAGES);
-	stats_open(&r, vcpu);
+	vcpu_stats_open(&r, vcpu, stat_names, NR_STATS);
 
 	printf("ASI is %s, %s paging; %d iterations per exit type after %d of warm-up\n",
 	       on ? "on" : "off", shadow ? "shadow" : "nested", ITERATIONS, WARMUP);
@@ -1506,7 +1425,7 @@ int main(void)
 			    phases[p].name, d[S_FLUSHES], d[S_SKIPPED], d[S_FALLBACKS],
 			    d[S_SMT_WAITS], d[S_ENTERS]);
 		/* A flush only after the full table was used (or the sibling's). */
-		TEST_ASSERT(d[S_FLUSHES] <= d[S_ENTERS] || smt_protocol_on(),
+		TEST_ASSERT(d[S_FLUSHES] <= d[S_ENTERS] || asi_smt_protocol_on(),
 			    "%s: %lu flushes for %lu entries", phases[p].name,
 			    d[S_FLUSHES], d[S_ENTERS]);
 		check_no_late(phases[p].name, d, allow_fallbacks);
@@ -1555,7 +1474,7 @@ int main(void)
 	TEST_ASSERT(get_ucall(vcpu, &uc) == UCALL_DONE, "guest did not finish");
 	if (on)
 		check_mmu_pool(vm, allow_fallbacks);
-	stats_close(&r);
+	vcpu_stats_close(&r);
 	kvm_vm_free(vm);
 
 	if (!run_ipi_pair(true, on, apicv, allow_fallbacks))

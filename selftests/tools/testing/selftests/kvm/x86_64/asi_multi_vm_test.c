@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "apic.h"
+#include "asi.h"
 #include "kvm_util.h"
 #include "processor.h"
 #include "test_util.h"
@@ -158,19 +159,6 @@ static void check_cookies(bool on)
 					    "VMs %d and %d share a cookie", k, i);
 		}
 	}
-}
-
-static bool asi_is_on(void)
-{
-	char buf[64] = "";
-	FILE *f = fopen("/sys/kernel/debug/asi/state", "r");
-	bool on;
-
-	if (!f)
-		return false;
-	on = fgets(buf, sizeof(buf), f) && !strcmp(buf, "enabled: on\n");
-	fclose(f);
-	return on;
 }
 
 /* Lines of @path that contain @needle; -1 if @path cannot be read. */

@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "apic.h"
+#include "asi.h"
 #include "kvm_util.h"
 #include "processor.h"
 #include "test_util.h"
@@ -81,42 +82,6 @@ static void guest_ldr_toggler(uint32_t toggles)
 static void guest_nop(void)
 {
 	GUEST_DONE();
-}
-
-static bool asi_is_on(void)
-{
-	char buf[64] = "";
-	FILE *f = fopen("/sys/kernel/debug/asi/state", "r");
-	bool on;
-
-	if (!f)
-		return false;
-	on = fgets(buf, sizeof(buf), f) && !strcmp(buf, "enabled: on\n");
-	fclose(f);
-	return on;
-}
-
-/* A vCPU's binary stat @name; false if KVM has none of that name. */
-static bool vcpu_stat(struct kvm_vcpu *vcpu, const char *name, uint64_t *val)
-{
-	struct kvm_stats_header header;
-	struct kvm_stats_desc *desc, *d;
-	bool found = false;
-	int fd, i;
-
-	fd = vcpu_get_stats_fd(vcpu);
-	read_stats_header(fd, &header);
-	desc = read_stats_descriptors(fd, &header);
-	for (i = 0; i < header.num_desc && !found; i++) {
-		d = get_stats_descriptor(desc, i, &header);
-		if (!strcmp(d->name, name)) {
-			read_stat_data(fd, &header, d, val, 1);
-			found = true;
-		}
-	}
-	free(desc);
-	close(fd);	/* it holds a reference to the VM */
-	return found;
 }
 
 /*
@@ -211,7 +176,7 @@ static void test_ldr_storm(uint32_t toggles, bool on)
 		    exit_reason_str(vcpu_a->run->exit_reason));
 
 	vm_b = vm_create_with_one_vcpu(&vcpu_b, guest_spinner);
-	have_z = vcpu_stat(vcpu_b, "asi_exits_interrupt", &z0);
+	have_z = vcpu_get_stat_by_name(vcpu_b, "asi_exits_interrupt", &z0);
 	read_irqs(1, &btlb, &bcal, &bloc0);
 	TEST_ASSERT(!pthread_create(&thread, NULL, spinner_thread, vcpu_b), "pthread_create");
 	flag = addr_gva2hva(vm_b, (vm_vaddr_t)&spinning);
@@ -234,7 +199,7 @@ static void test_ldr_storm(uint32_t toggles, bool on)
 	pthread_join(thread, NULL);
 	read_irqs(1, &btlb, &bcal, &bloc1);
 	if (have_z)
-		vcpu_stat(vcpu_b, "asi_exits_interrupt", &z1);
+		vcpu_get_stat_by_name(vcpu_b, "asi_exits_interrupt", &z1);
 	else
 		ksft_print_msg("ldr_storm: no vCPU stat asi_exits_interrupt: counted as 0\n");
 
@@ -439,12 +404,6 @@ static void test_entry_stack_residue(bool on)
 	ksft_test_result(ok, "entry_stack_residue\n");
 }
 
-/* VM @vm's debugfs file asi/@file, of this process. */
-static void vm_asi_path(struct kvm_vm *vm, const char *file, char *path, size_t len)
-{
-	snprintf(path, len, "/sys/kernel/debug/kvm/%d-%d/asi/%s", getpid(), vm->fd, file);
-}
-
 /* Lines of @vm's asi/mappings that contain @what. */
 static int count_mappings(struct kvm_vm *vm, const char *what)
 {
@@ -515,11 +474,12 @@ static void run_counted(struct kvm_vcpu *vcpu, uint64_t cmd, uint64_t *exits,
 {
 	uint64_t e0, e1, f0, f1;
 
-	TEST_ASSERT(vcpu_stat(vcpu, "exits", &e0) && vcpu_stat(vcpu, "asi_fallbacks", &f0),
+	TEST_ASSERT(vcpu_get_stat_by_name(vcpu, "exits", &e0) &&
+		    vcpu_get_stat_by_name(vcpu, "asi_fallbacks", &f0),
 		    "no vCPU stats exits, asi_fallbacks");
 	run_to(vcpu, cmd);
-	vcpu_stat(vcpu, "exits", &e1);
-	vcpu_stat(vcpu, "asi_fallbacks", &f1);
+	vcpu_get_stat_by_name(vcpu, "exits", &e1);
+	vcpu_get_stat_by_name(vcpu, "asi_fallbacks", &f1);
 	*exits = e1 - e0;
 	*fallbacks = f1 - f0;
 }
