@@ -139,7 +139,7 @@ static int __init asi_init(void)
 }
 early_initcall(asi_init);
 
-struct dentry *asi_debugfs_dir;
+struct dentry *asi_debugfs_dir __ro_after_init;
 
 static int __init asi_report(void)
 {

@@ -9,6 +9,7 @@
 
 #include <linux/asi.h>
 #include <asm/apic.h>
+#include <asm/irq_vectors.h>
 #include <asm/msr.h>
 #include <asm/tsc.h>
 #include <trace/events/asi_smt.h>

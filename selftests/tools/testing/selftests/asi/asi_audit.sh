@@ -94,6 +94,12 @@ for vm in "$@"; do
 done
 echo "MMU pools of $# VMs in use, memory map pages mapped"
 
+# The planted violations need the test hooks.
+if [ ! -w "$kvm/$a/asi/plant" ]; then
+	echo "SKIP: no asi/plant (CONFIG_MITIGATION_ADDRESS_SPACE_ISOLATION_TEST_HOOKS): not planting"
+	exit $fail
+fi
+
 # The planted violation, for as long as the file stays open.
 exec 3>"$kvm/$a/asi/plant"
 echo "$b" >&3 || { echo "FAIL: planting $b's struct kvm into $a"; fail=1; }

@@ -40,7 +40,7 @@ run() {
 		return
 	fi
 	echo "$script attached in ${i} s"
-	$KVM_SELFTESTS/x86_64/asi_multi_vm_test -v 12 -c 2 -s 3 >/tmp/asi_bpftrace.vms 2>&1 ||
+	"$KVM_SELFTESTS"/x86_64/asi_multi_vm_test -v 12 -c 2 -s 3 >/tmp/asi_bpftrace.vms 2>&1 ||
 		{ echo "FAIL: the guests failed:"; cat /tmp/asi_bpftrace.vms; fail=1; }
 	kill -INT $pid
 	wait $pid

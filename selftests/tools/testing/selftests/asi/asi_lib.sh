@@ -7,11 +7,15 @@
 # in the project's test images. The KVM selftests are in its kvm/ folder
 # (KVM_SELFTESTS to use others); asi-pt, the page-table tool, is $ASI_PT,
 # or the one on $PATH, or the one in its bin/ folder.
-ASI_SELFTESTS=$(cd "$(dirname "$0")/.." && pwd)
+ASI_SELFTESTS=$(CDPATH='' cd -- "$(dirname "$0")/.." && pwd)
 KVM_SELFTESTS=${KVM_SELFTESTS:-$ASI_SELFTESTS/kvm}
 ASI_PT=${ASI_PT:-$(command -v asi-pt || echo "$ASI_SELFTESTS/bin/asi-pt")}
 
 # The exit codes (KSFT_PASS, KSFT_FAIL, KSFT_SKIP) and KTAP output.
+[ -r "$ASI_SELFTESTS/kselftest/ktap_helpers.sh" ] || {
+	echo "FAIL: $ASI_SELFTESTS/kselftest/ktap_helpers.sh missing"
+	exit 1
+}
 . "$ASI_SELFTESTS/kselftest/ktap_helpers.sh"
 
 ASI_DEBUGFS=/sys/kernel/debug/asi

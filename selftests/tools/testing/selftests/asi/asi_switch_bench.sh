@@ -17,6 +17,10 @@ n=${1:-20000}
 bench=$ASI_DEBUGFS/bench
 
 asi_require_on
+[ -e "$bench" ] || {
+	echo "SKIP: no asi/bench (CONFIG_MITIGATION_ADDRESS_SPACE_ISOLATION_BENCH)"
+	exit "$KSFT_SKIP"
+}
 asi_require_files "$bench" "$ASI_CPUS"
 
 fail=0

@@ -349,7 +349,7 @@ static void test_entry_stack_residue(bool on)
 		return;
 	}
 	if (access(RESIDUE_PATH, R_OK | W_OK)) {
-		ksft_test_result_skip("entry_stack_residue: no %s (a KUnit build's)\n",
+		ksft_test_result_skip("entry_stack_residue: no %s (needs the test hooks)\n",
 				      RESIDUE_PATH);
 		return;
 	}
@@ -513,7 +513,7 @@ static void test_two_vms_one_process(bool on)
 	vm_asi_path(vm_a, "translate", path, sizeof(path));
 	if (access(path, F_OK)) {
 		kvm_vm_free(vm_a);
-		ksft_test_result_skip("two_vms_one_process: no asi/translate (no KUnit tests)\n");
+		ksft_test_result_skip("two_vms_one_process: no asi/translate (needs the test hooks)\n");
 		return;
 	}
 	mem_a = addr_gva2hva(vm_a, (vm_vaddr_t)&release);
