@@ -40,6 +40,10 @@ while IFS= read -r f; do
 		[ -e "$TOP/$d/$f" ] && dest=$d && break
 	done
 	if [ -n "$dest" ] && edited_here "$dest" "$f"; then
+		if g show "HEAD:$f" | cmp -s - "$TOP/$dest/$f"; then
+			keep["$dest/$f"]=1	# the same edit on both sides
+			continue
+		fi
 		if g show "$last:$f" | cmp -s - <(g show "HEAD:$f"); then
 			note "keeping $dest/$f: edited in the project since 'make tree'"
 			keep["$dest/$f"]=1

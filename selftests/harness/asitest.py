@@ -88,6 +88,24 @@ def emulator_version(binary="qemu-system-x86_64"):
     return _VERSIONS[binary]
 
 
+# Lines in a test's log that say what failed: kselftest and TAP "not ok",
+# the shell tests' "FAIL:", kselftest's "# FAIL:" diagnostics and the KVM
+# selftests' assertion banner.
+FAIL_LINE = re.compile(r"^(not ok |#? ?FAIL:|==== Test Assertion Failure)")
+
+
+def failure_lines(lines):
+    """Each line FAIL_LINE matches, numbered; after an assertion banner
+    also the lines that follow it (file and line, errno, the message)."""
+    said = []
+    for i, line in enumerate(lines):
+        if FAIL_LINE.search(line):
+            after = 6 if line.startswith("====") else 0
+            said += [f"{k + 1}: {lines[k]}"
+                     for k in range(i, min(i + 1 + after, len(lines)))]
+    return said
+
+
 def tail(lines, n=40):
     return "\n".join("    | " + l for l in lines[-n:])
 
@@ -791,6 +809,12 @@ def summarize(args, results, t0):
                     not log.endswith(".console.log"):
                 with open(log, errors="replace") as f:
                     lines = f.read().splitlines()
+                # What the test said failed, wherever it is in the log,
+                # then how the log ends.
+                said = failure_lines(lines)
+                if said:
+                    print("  the log's failure lines:")
+                    print(tail(said, 10))
                 print(tail(lines, 15))
     for status, name, detail, log in results.items:
         if status == "skip":

@@ -349,27 +349,37 @@ void kvm_asi_leave(struct kvm_vcpu *vcpu, enum asi_exit_reason reason)
  * signalling an ioeventfd (the eventfd's wait queue, and the wakeup of a
  * VMM thread: another task's scheduler state), looking up the host page
  * behind a guest page (the VMM's mm and page tables, and a page
- * allocation when the page is new). Leaving first costs the switch
- * without the page fault, the fallback's bookkeeping and the retry, and
- * the counters tell these exits apart from fallbacks, which are to be
- * tuned away. The next VM-entry flushes as after any exit from the
- * table: the CPU used the full map. Counted only when this call switched
- * the CPU off the table (not when it was off already, or on the full
- * table after a fallback). From any context.
+ * allocation when the page is new), searching for a vCPU to yield to
+ * (the VM's vCPU xarray, other vCPUs' state and the scheduler's). Leaving
+ * first costs the switch without the page fault, the fallback's
+ * bookkeeping and the retry, and the counters tell these exits apart from
+ * fallbacks, which are to be tuned away. The next VM-entry flushes as
+ * after any exit from the table: the CPU used the full map. Counted only
+ * when this call switched the CPU off the table (not when it was off
+ * already, or on the full table after a fallback): a planned exit in
+ * asi_exits_planned_<cause>, except a directed yield, a schedule-out in
+ * asi_exits_sched as after a halt. From any context.
  */
 void kvm_arch_asi_leave(struct kvm_vcpu *vcpu, enum kvm_asi_leave why)
 {
-	if (!kvm_asi_switch_out(vcpu, ASI_EXIT_PLANNED))
+	enum asi_exit_reason reason = ASI_EXIT_PLANNED;
+
+	if (why == KVM_ASI_LEAVE_YIELD)
+		reason = ASI_EXIT_SCHED;
+	if (!kvm_asi_switch_out(vcpu, reason))
 		return;
 	switch (why) {
+	case KVM_ASI_LEAVE_YIELD:
+		/* Summed into asi_exits_sched by kvm_asi_vcpu_put(). */
+		break;
 	case KVM_ASI_LEAVE_TIMER:
-		vcpu->stat.asi_exits_timer++;
+		vcpu->stat.asi_exits_planned_timer++;
 		break;
 	case KVM_ASI_LEAVE_IOEVENTFD:
-		vcpu->stat.asi_exits_ioeventfd++;
+		vcpu->stat.asi_exits_planned_ioeventfd++;
 		break;
 	case KVM_ASI_LEAVE_FAULTIN:
-		vcpu->stat.asi_exits_faultin++;
+		vcpu->stat.asi_exits_planned_faultin++;
 		break;
 	}
 }
@@ -453,21 +463,22 @@ void kvm_asi_vcpu_put(struct kvm_vcpu *vcpu)
 	irq = READ_ONCE(st->fallbacks_irq) - av->fallbacks_irq;
 	KVM_ASI_ADD(vcpu, enters, READ_ONCE(st->enters) - av->enters);
 	KVM_ASI_ADD(vcpu, fallbacks, fallbacks);
-	KVM_ASI_ADD(vcpu, exits_fault, fallbacks - irq);
+	/* Named as the core's exit reasons, plus the fallbacks. */
+	KVM_ASI_ADD(vcpu, exits_owner, READ_ONCE(st->exits[ASI_EXIT_OWNER]) - av->exits_owner);
+	KVM_ASI_ADD(vcpu, exits_sched, READ_ONCE(st->exits[ASI_EXIT_SCHED]) - av->exits_sched);
+	KVM_ASI_ADD(vcpu, exits_user, READ_ONCE(st->exits[ASI_EXIT_USER]) - av->exits_user);
 	KVM_ASI_ADD(vcpu, exits_interrupt,
 		    READ_ONCE(st->exits[ASI_EXIT_INTERRUPT]) - av->exits_interrupt + irq);
-	KVM_ASI_ADD(vcpu, exits_user, READ_ONCE(st->exits[ASI_EXIT_OWNER]) - av->exits_owner);
-	KVM_ASI_ADD(vcpu, exits_sched, READ_ONCE(st->exits[ASI_EXIT_SCHED]) - av->exits_sched);
-	KVM_ASI_ADD(vcpu, exits_other, READ_ONCE(st->exits[ASI_EXIT_USER]) - av->exits_user);
+	KVM_ASI_ADD(vcpu, exits_fallback, fallbacks - irq);
 	/* Counted around VM-entry, into the vCPU's stats only: sum them here. */
 	KVM_ASI_SUM(vcpu, flushes);
 	KVM_ASI_SUM(vcpu, flushes_skipped);
 	KVM_ASI_SUM(vcpu, late_fallbacks);
 	KVM_ASI_SUM(vcpu, smt_waits);
 	KVM_ASI_SUM(vcpu, smt_kicks);
-	KVM_ASI_SUM(vcpu, exits_timer);
-	KVM_ASI_SUM(vcpu, exits_ioeventfd);
-	KVM_ASI_SUM(vcpu, exits_faultin);
+	KVM_ASI_SUM(vcpu, exits_planned_timer);
+	KVM_ASI_SUM(vcpu, exits_planned_ioeventfd);
+	KVM_ASI_SUM(vcpu, exits_planned_faultin);
 	WARN_ONCE(av->late_task,
 		  "KVM ASI: %lu fallbacks between the flush decision and VM-entry, not an NMI's: see the VM's asi/faults\n",
 		  av->late_task);

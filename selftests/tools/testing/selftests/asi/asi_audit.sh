@@ -94,9 +94,10 @@ for vm in "$@"; do
 done
 echo "MMU pools of $# VMs in use, memory map pages mapped"
 
-# The planted violations need the test hooks.
+# The planted violations need the test hooks
+# (CONFIG_MITIGATION_ADDRESS_SPACE_ISOLATION_TEST_HOOKS).
 if [ ! -w "$kvm/$a/asi/plant" ]; then
-	echo "SKIP: no asi/plant (CONFIG_MITIGATION_ADDRESS_SPACE_ISOLATION_TEST_HOOKS): not planting"
+	echo "SKIP: no asi/plant (the ASI test hooks): not planting"
 	exit $fail
 fi
 

@@ -40,8 +40,15 @@ run() {
 		return
 	fi
 	echo "$script attached in ${i} s"
-	"$KVM_SELFTESTS"/x86_64/asi_multi_vm_test -v 12 -c 2 -s 3 >/tmp/asi_bpftrace.vms 2>&1 ||
-		{ echo "FAIL: the guests failed:"; cat /tmp/asi_bpftrace.vms; fail=1; }
+	vms=/tmp/asi_bpftrace.vms
+	if "$KVM_SELFTESTS"/x86_64/asi_multi_vm_test -v 12 -c 2 -s 3 >$vms 2>&1; then
+		# The guests' counters: what the script saw happen.
+		grep -e '^ASI is' -e '^VM  0:' -e 'migrations' $vms
+	else
+		echo "FAIL: the guests failed:"
+		cat $vms
+		fail=1
+	fi
 	kill -INT $pid
 	wait $pid
 	echo "--- $script:"

@@ -311,14 +311,14 @@ static void guest_phase(enum phase p, int n)
 			/*
 			 * A Linux guest's timer on SVM: KVM cancels and re-arms
 			 * the LAPIC timer's hrtimer, which no domain maps: a
-			 * planned exit (asi_exits_timer), not a fallback.
+			 * planned exit (asi_exits_planned_timer), not a fallback.
 			 */
 			wrmsr(MSR_IA32_TSC_DEADLINE, rdtsc() + TSC_DEADLINE_AHEAD);
 			break;
 		case PHASE_IOEVENTFD:
 			/*
 			 * The bus walk stays on the table; the eventfd signal
-			 * (a wakeup) is a planned exit (asi_exits_ioeventfd).
+			 * (a wakeup) is a planned exit (asi_exits_planned_ioeventfd).
 			 */
 			WRITE_ONCE(*(uint32_t *)IOEVENTFD_GPA, i);
 			break;
@@ -569,17 +569,18 @@ static void guest_code(void)
 
 /* The ASI statistics of a vCPU, by their KVM_GET_STATS_FD names. */
 static const char * const stat_names[] = {
-	"exits", "asi_enters", "asi_exits_user", "asi_exits_sched",
-	"asi_exits_fault", "asi_exits_interrupt", "asi_exits_other",
+	"exits", "asi_enters", "asi_exits_owner", "asi_exits_sched",
+	"asi_exits_fallback", "asi_exits_interrupt", "asi_exits_user",
 	"asi_fallbacks", "asi_flushes", "asi_flushes_skipped", "asi_late_fallbacks",
 	"halt_exits", "irq_window_exits", "halt_attempted_poll",
 	"halt_successful_poll", "halt_wakeup", "pf_fast", "pf_fixed",
-	"nested_run", "asi_smt_waits", "asi_smt_kicks", "asi_exits_timer",
-	"asi_exits_ioeventfd", "asi_exits_faultin",
+	"nested_run", "asi_smt_waits", "asi_smt_kicks",
+	"asi_exits_planned_timer", "asi_exits_planned_ioeventfd",
+	"asi_exits_planned_faultin",
 };
 
 enum {
-	S_EXITS, S_ENTERS, S_USER, S_SCHED, S_FAULT, S_IRQ, S_OTHER, S_FALLBACKS,
+	S_EXITS, S_ENTERS, S_OWNER, S_SCHED, S_FALLBACK_EXITS, S_IRQ, S_USER, S_FALLBACKS,
 	S_FLUSHES, S_SKIPPED, S_LATE, S_HALT, S_IRQ_WINDOW, S_POLLS,
 	S_POLLED, S_WAKEUPS, S_PF_FAST, S_PF_FIXED, S_NESTED_RUN, S_SMT_WAITS,
 	S_SMT_KICKS, S_TIMER, S_IOEVENTFD, S_FAULTIN, NR_STATS
@@ -846,7 +847,7 @@ static void check_mmu_pool(struct kvm_vm *vm, bool allow_misses)
 static void print_row(const char *name, const uint64_t *d, double exits, double cr3)
 {
 	printf("%-12s %8lu %8lu %8lu %8lu %8lu %8lu %8lu %10.2f %10.3f %6lu\n",
-	       name, d[S_EXITS], d[S_ENTERS], d[S_USER], d[S_SCHED], d[S_FAULT],
+	       name, d[S_EXITS], d[S_ENTERS], d[S_OWNER], d[S_SCHED], d[S_FALLBACK_EXITS],
 	       d[S_IRQ], d[S_FLUSHES], exits ? 1000.0 * d[S_FALLBACKS] / exits : 0.0,
 	       cr3, d[S_LATE]);
 }
@@ -891,7 +892,7 @@ static double print_phase_row(const char *name, const uint64_t *d)
 /* Switches off the restricted table, by every reason KVM counts. */
 static uint64_t table_leaves(const uint64_t *d)
 {
-	return d[S_USER] + d[S_SCHED] + d[S_FAULT] + d[S_IRQ] + d[S_OTHER] +
+	return d[S_OWNER] + d[S_SCHED] + d[S_FALLBACK_EXITS] + d[S_IRQ] + d[S_USER] +
 	       d[S_TIMER] + d[S_IOEVENTFD] + d[S_FAULTIN];
 }
 
@@ -1033,8 +1034,8 @@ static bool run_ipi_pair(bool halt, bool on, bool apicv, bool allow_fallbacks)
 		 * with ASI_EXITS_ALLOW_FALLBACKS) had left it already.
 		 */
 		if (halt)
-			TEST_ASSERT(d[1][S_SCHED] + d[1][S_IRQ] + d[1][S_FAULT] +
-				    d[1][S_OTHER] >= d[1][S_POLLS],
+			TEST_ASSERT(d[1][S_SCHED] + d[1][S_IRQ] + d[1][S_FALLBACK_EXITS] +
+				    d[1][S_USER] >= d[1][S_POLLS],
 				    "%s: %lu schedule-outs for %lu halt-polls",
 				    name, d[1][S_SCHED], d[1][S_POLLS]);
 	}
@@ -1325,7 +1326,7 @@ int main(void)
 	printf("ASI is %s, %s paging; %d iterations per exit type after %d of warm-up\n",
 	       on ? "on" : "off", shadow ? "shadow" : "nested", ITERATIONS, WARMUP);
 	printf("%-12s %8s %8s %8s %8s %8s %8s %8s %10s %10s %6s\n", "exit", "exits",
-	       "enters", "user", "sched", "fault", "irq", "flushes", "fb/1000",
+	       "enters", "owner", "sched", "fallback", "irq", "flushes", "fb/1000",
 	       "cr3/exit", "late");
 
 	for (p = 0; p < NR_PHASES; p++) {
@@ -1435,11 +1436,11 @@ int main(void)
 		 * the table first: that exit is the interrupt's.
 		 */
 		if (phases[p].user && phases[p].fault_free && !d[S_FALLBACKS] && !d[S_SCHED])
-			TEST_ASSERT(d[S_USER] <= ITERATIONS + 1 &&
-				    d[S_USER] + d[S_IRQ] >= ITERATIONS + 1 &&
-				    d[S_ENTERS] == d[S_USER] + d[S_IRQ],
+			TEST_ASSERT(d[S_OWNER] <= ITERATIONS + 1 &&
+				    d[S_OWNER] + d[S_IRQ] >= ITERATIONS + 1 &&
+				    d[S_ENTERS] == d[S_OWNER] + d[S_IRQ],
 				    "%s: %lu switches out to user space, %lu on interrupts and %lu back in for %d exits",
-				    phases[p].name, d[S_USER], d[S_IRQ], d[S_ENTERS], ITERATIONS);
+				    phases[p].name, d[S_OWNER], d[S_IRQ], d[S_ENTERS], ITERATIONS);
 		/*
 		 * With shadow paging, every write after a collection resolves
 		 * the page through get_user_pages(), which takes a reference

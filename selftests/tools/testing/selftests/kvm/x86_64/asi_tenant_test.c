@@ -513,7 +513,7 @@ static void test_two_vms_one_process(bool on)
 	vm_asi_path(vm_a, "translate", path, sizeof(path));
 	if (access(path, F_OK)) {
 		kvm_vm_free(vm_a);
-		ksft_test_result_skip("two_vms_one_process: no asi/translate (needs the test hooks)\n");
+		ksft_test_result_skip("two_vms_one_process: needs asi/translate (test hooks)\n");
 		return;
 	}
 	mem_a = addr_gva2hva(vm_a, (vm_vaddr_t)&release);
