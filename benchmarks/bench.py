@@ -5,7 +5,7 @@
   bench.py [--quick] [--reps N] [--clocks realtime,icount]
 
 Boots the test kernel in QEMU (TCG) with the "bench" plan, which runs
-asi_exits_test: per exit type (CPUID, MSR read and write, PIO and MMIO to
+asi_exits_perf_test: per exit type (CPUID, MSR read and write, PIO and MMIO to
 in-kernel devices, PIO to user space) the host time per exit, and a
 CPU-bound guest loop with no exits as the control, each with the vCPU's
 KVM statistics. The variants alternate in every repetition (off, on,
@@ -45,7 +45,7 @@ sys.path.insert(0, os.path.join(TOP, "selftests", "harness"))
 import asitest  # noqa: E402
 
 OUT = asitest.OUT
-# "bench: NAME key=value ...": asi_exits_test's lines and l2mon's (which
+# "bench: NAME key=value ...": asi_exits_perf_test's lines and l2mon's (which
 # add cpu_ms, wall_ms, ops, frames and l2_ms); ns is the figure compared.
 BENCH = re.compile(r"^bench: (\S+) (ns=.*)$")
 FIELDS = ("ns", "exits", "enters", "fallbacks", "flushes", "skipped")

@@ -3,12 +3,12 @@
 #
 # What ASI's sibling protocol costs, on a machine whose two CPUs are
 # hyperthreads of one core (QEMU -smp 2,sockets=1,cores=1,threads=2):
-# asi_exits_test on CPU 0, with the protocol on and off (asi/smt),
+# asi_exits_perf_test on CPU 0, with the protocol on and off (asi/smt),
 # alternating, REPS times each, in two settings of CPU 1:
 #
 #   idle     nothing else runs: CPU 1 halts, and every interrupt that
 #            wakes it kicks the guest beside it
-#   busy     a second VMM process runs asi_exits_test on CPU 1 (another
+#   busy     a second VMM process runs asi_exits_perf_test on CPU 1 (another
 #            VM: core scheduling keeps the two off the core at once, and
 #            the protocol holds back a guest whose sibling is elsewhere)
 #
@@ -20,7 +20,7 @@
 . "$(dirname "$0")/asi_lib.sh"
 
 reps=${1:-2}
-exits=$KVM_SELFTESTS/x86_64/asi_exits_test
+exits=$KVM_SELFTESTS/x86_64/asi_exits_perf_test
 smt=$ASI_DEBUGFS/smt
 out=/tmp/asi_smt_cost
 
@@ -60,7 +60,7 @@ for setting in idle busy; do
 				rm -f "$out/stop"
 			fi
 			if [ $rc -ne 0 ]; then
-				echo "FAIL: asi_exits_test ($setting, protocol $mode):"
+				echo "FAIL: asi_exits_perf_test ($setting, protocol $mode):"
 				tail -20 "$out/$setting.$mode.$r"
 				echo on >"$smt"
 				exit 1
@@ -94,7 +94,7 @@ for setting in idle busy; do
 		}
 	}' "$out/$setting".on.[0-9]* "$out/$setting".off.[0-9]*
 	# Kicks and refusals over all of a setting's runs with the protocol
-	# on, per 1,000 exits of CPU 0's asi_exits_test.
+	# on, per 1,000 exits of CPU 0's asi_exits_perf_test.
 	k=0 rf=0 ex=0
 	r=1
 	while [ $r -le "$reps" ]; do

@@ -21,6 +21,8 @@ bool asi_smt_protocol_on(void);
 
 void vm_asi_path(struct kvm_vm *vm, const char *file, char *path, size_t len);
 FILE *vm_asi_fopen(struct kvm_vm *vm, const char *file, const char *mode);
+int vm_asi_mapped(struct kvm_vm *vm, const char *owner);
+char *vm_asi_read_faults(struct kvm_vm *vm);
 
 /**
  * struct vcpu_stats - a vCPU's binary stats, some of them read by name

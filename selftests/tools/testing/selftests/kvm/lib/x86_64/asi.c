@@ -56,6 +56,46 @@ FILE *vm_asi_fopen(struct kvm_vm *vm, const char *file, const char *mode)
 	return fopen(path, mode);
 }
 
+/* Ranges the VM's domain maps for @owner now (asi/mappings). */
+int vm_asi_mapped(struct kvm_vm *vm, const char *owner)
+{
+	FILE *f = vm_asi_fopen(vm, "mappings", "r");
+	char line[256];
+	int n = 0, at;
+
+	TEST_ASSERT(f, "ASI on, but no asi/mappings for the VM");
+	/* "start-end pages class owner" */
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = 0;
+		at = -1;
+		if (sscanf(line, "%*s %*s %*s %n", &at) != EOF && at > 0 &&
+		    !strcmp(line + at, owner))
+			n++;
+	}
+	fclose(f);
+	return n;
+}
+
+/* The VM's fault log (asi/faults) as it is now, or NULL; free() it. */
+char *vm_asi_read_faults(struct kvm_vm *vm)
+{
+	char *log = NULL;
+	size_t len = 0;
+	FILE *f, *m;
+	int c;
+
+	f = vm_asi_fopen(vm, "faults", "r");
+	if (!f)
+		return NULL;
+	m = open_memstream(&log, &len);
+	TEST_ASSERT(m, "open_memstream");
+	while ((c = fgetc(f)) != EOF)
+		fputc(c, m);
+	fclose(m);
+	fclose(f);
+	return log;
+}
+
 /* Open @vcpu's stats and find @names (each must exist) for vcpu_stats_read(). */
 void vcpu_stats_open(struct vcpu_stats *s, struct kvm_vcpu *vcpu,
 		     const char * const *names, int nr)
