@@ -206,9 +206,10 @@ static uint64_t guest_halter_waiting = -1ULL;
  * each (STI;HLT), so that each IPI ends a HLT. Without, spin in the guest
  * with interrupts on, so that each IPI finds the vCPU in guest mode and
  * KVM kicks its CPU out of it. The spin uses PAUSE, which lets the other
- * vCPU run under QEMU's single-threaded TCG; run_ipi_pair() turns PAUSE
- * exits off for the VM, so that a pause filter does not send the spinning
- * vCPU to kvm_vcpu_on_spin(), which yields through the scheduler.
+ * vCPU run under QEMU's single-threaded TCG; asi_exits_test's
+ * run_ipi_pair() turns PAUSE exits off for the VM, so that a pause filter
+ * does not send the spinning vCPU to kvm_vcpu_on_spin(), which yields
+ * through the scheduler.
  */
 static void guest_wait_irqs(uint64_t irqs, bool halt)
 {
@@ -225,7 +226,7 @@ static void guest_wait_irqs(uint64_t irqs, bool halt)
 		asm volatile("cli" ::: "memory");
 }
 
-/* vCPU 1 of run_ipi_pair(): takes the waker's IPIs, halting or running. */
+/* vCPU 1 of asi_exits_test's IPI pairs: takes the waker's IPIs. */
 static void guest_ipi_target(bool halt)
 {
 	x2apic_enable();
@@ -248,7 +249,8 @@ void asi_exits_guest_spinner(void)
 
 /*
  * Counts the halter's interrupts, not its IPIs: one may be taken twice
- * (TCG, see check_ipis()). Waits with PAUSE, as guest_wait_irqs() does.
+ * (TCG, see asi_exits_test's check_ipis()). Waits with PAUSE, as
+ * guest_wait_irqs() does.
  */
 void asi_exits_guest_waker(void)
 {
