@@ -533,18 +533,25 @@ static void run_dirty_ring(bool on, bool shadow, bool pml, bool allow_fallbacks)
 	kvm_vm_free(vm);
 }
 
+/* What main() found out about the host, once. */
+struct host {
+	bool on;		/* ASI is on */
+	bool shadow;		/* npt=0 or ept=0: KVM shadows the guest's page tables */
+	bool pml;		/* asi_exits_pml_on() */
+	bool apicv;		/* asi_exits_apicv_on() */
+	bool allow_fallbacks;	/* ASI_EXITS_ALLOW_FALLBACKS */
+};
+
 /*
  * The checks of one phase of asi_exits_guest_code() (@p) whose statistics'
  * deltas are @d, exits to user space @user_pio and interrupts taken, as
- * the guest reported them, in @uc.
+ * the guest reported them, in @uc; @skip if the phase did not run its
+ * exit (asi_exits_not_exercised()).
  */
-static void check_phase(struct kvm_vm *vm, enum phase p, const uint64_t *d,
-			uint64_t user_pio, struct ucall *uc, int efd, const char *skip,
-			bool allow_fallbacks)
+static void check_phase(enum phase p, const uint64_t *d, uint64_t user_pio,
+			struct ucall *uc, int efd, const char *skip, const struct host *h)
 {
 	const char *name = asi_exits_phases[p].name;
-	bool on = asi_is_on(), shadow = !kvm_is_tdp_enabled();
-	bool pml = asi_exits_pml_on();
 	uint64_t signals, leaves;
 
 	if (!skip)
@@ -553,7 +560,7 @@ static void check_phase(struct kvm_vm *vm, enum phase p, const uint64_t *d,
 	if (asi_exits_phases[p].user)
 		CHECK(user_pio == ITERATIONS, "%s: %lu exits to user space", name, user_pio);
 	if (p == PHASE_HLT || p == PHASE_IRQ_WINDOW)
-		check_ipis(p, uc, d, asi_exits_apicv_on());
+		check_ipis(p, uc, d, h->apicv);
 	if (p == PHASE_IOEVENTFD) {
 		/* Every write signalled, the warm-up's too; none went to user space. */
 		CHECK(read(efd, &signals, sizeof(signals)) == sizeof(signals) &&
@@ -562,10 +569,10 @@ static void check_phase(struct kvm_vm *vm, enum phase p, const uint64_t *d,
 		      WARMUP + ITERATIONS);
 		CHECK(!user_pio, "%s: %lu exits to user space", name, user_pio);
 	}
-	if (p == PHASE_DIRTY_LOG && !pml)
-		check_dirty_log(user_pio, d, shadow);
+	if (p == PHASE_DIRTY_LOG && !h->pml)
+		check_dirty_log(user_pio, d, h->shadow);
 
-	if (!on) {
+	if (!h->on) {
 		check_asi_off(name, d);
 		return;
 	}
@@ -611,7 +618,7 @@ static void check_phase(struct kvm_vm *vm, enum phase p, const uint64_t *d,
 	/* A flush only after the full table was used (or the sibling's). */
 	CHECK(d[S_FLUSHES] <= d[S_ENTERS] || asi_smt_protocol_on(),
 	      "%s: %lu flushes for %lu entries", name, d[S_FLUSHES], d[S_ENTERS]);
-	check_no_late(name, d, allow_fallbacks);
+	check_no_late(name, d, h->allow_fallbacks);
 	/*
 	 * Exactly one switch out and one back in per exit to user
 	 * space (and the sync's), but where a host interrupt had left
@@ -628,14 +635,18 @@ static void check_phase(struct kvm_vm *vm, enum phase p, const uint64_t *d,
 
 int main(void)
 {
-	bool on = asi_is_on(), apicv = asi_exits_apicv_on(), pml = asi_exits_pml_on();
-	/* npt=0 or ept=0: KVM shadows the guest's page tables. */
-	bool shadow = !kvm_is_tdp_enabled();
-	/*
-	 * For runs that cause fallbacks on purpose (NMIs sent at the vCPU by
-	 * asi_nmi_storm.sh): every other check still applies.
-	 */
-	bool allow_fallbacks = !!getenv("ASI_EXITS_ALLOW_FALLBACKS");
+	const struct host h = {
+		.on = asi_is_on(),
+		.shadow = !kvm_is_tdp_enabled(),
+		.pml = asi_exits_pml_on(),
+		.apicv = asi_exits_apicv_on(),
+		/*
+		 * For runs that cause fallbacks on purpose (NMIs sent at the
+		 * vCPU by asi_nmi_storm.sh): every other check still applies.
+		 */
+		.allow_fallbacks = !!getenv("ASI_EXITS_ALLOW_FALLBACKS"),
+	};
+	bool on = h.on, shadow = h.shadow, allow_fallbacks = h.allow_fallbacks;
 	struct vcpu_stats r = { };
 	uint64_t d[NR_STATS], user_pio;
 	struct kvm_vcpu *vcpu;
@@ -663,8 +674,8 @@ int main(void)
 		faults_before = on ? vm_asi_read_faults(vm) : NULL;
 		user_pio = asi_exits_run_timed(vcpu, &r, &uc, d, &ns);
 		asi_exits_print_phase_row(name, d);
-		skip = asi_exits_not_exercised(p, d, shadow, pml);
-		check_phase(vm, p, d, user_pio, &uc, efd, skip, allow_fallbacks);
+		skip = asi_exits_not_exercised(p, d, shadow, h.pml);
+		check_phase(p, d, user_pio, &uc, efd, skip, &h);
 
 		/*
 		 * With shadow paging, every write after a collection resolves
@@ -700,9 +711,9 @@ int main(void)
 	vcpu_stats_close(&r);
 	kvm_vm_free(vm);
 
-	run_ipi_pair(true, on, apicv, allow_fallbacks);
-	run_ipi_pair(false, on, apicv, allow_fallbacks);
-	run_dirty_ring(on, shadow, pml, allow_fallbacks);
+	run_ipi_pair(true, on, h.apicv, allow_fallbacks);
+	run_ipi_pair(false, on, h.apicv, allow_fallbacks);
+	run_dirty_ring(on, shadow, h.pml, allow_fallbacks);
 	run_nested(on, allow_fallbacks);
 	ksft_finished();
 }
