@@ -7,11 +7,11 @@
 # oops). The global files directly; the per-VM files (asi/faults,
 # asi/plant) of live VMs, from asi_multi_vm_test -x "asi_bad_input.sh
 # --live", whose VMs must keep passing meanwhile. Skips with ASI off.
-# Exit: 0 pass, 1 fail, 4 skip.
+# KTAP output; exit: 0 pass, 1 fail, 4 skip. With --live, diagnostics
+# only, and exit 1 if a write went wrong.
 
 . "$(dirname "$0")/asi_lib.sh"
 
-fail=0
 out=/tmp/asi_bad_input.out
 
 # write WANT FILE VALUE: writing VALUE to FILE succeeds (WANT ok) or fails
@@ -28,17 +28,17 @@ write() {
 		got=$(grep -i error $out | sed 's/.*: //' | head -1)
 	fi
 	if echo "$got" | grep -q -E "^($want)\$"; then
-		echo "ok   '$val' > $file: $got"
+		asi_msg "ok   '$val' > $file: $got"
 	else
-		echo "FAIL '$val' > $file: $got (want $want)"
-		fail=1
+		asi_fail "'$val' > $file: $got (want $want)"
 	fi
 }
 
 if [ "$1" = --live ]; then
-	[ -n "$ASI_TEST_PID" ] || { echo "FAIL: --live without ASI_TEST_PID"; exit 1; }
+	[ -n "$ASI_TEST_PID" ] || { asi_fail "--live without ASI_TEST_PID"; exit 1; }
 	set -- /sys/kernel/debug/kvm/"$ASI_TEST_PID"-*
-	[ -d "$1/asi" ] || { echo "FAIL: no VM debugfs folder for pid $ASI_TEST_PID"; exit 1; }
+	[ -d "$1/asi" ] ||
+		{ asi_fail "no VM debugfs folder for pid $ASI_TEST_PID"; exit 1; }
 	vm=$1 other=${2:-}
 	for v in 1 -1 abc 0x " " "0 0"; do
 		write "Invalid argument" "$vm/asi/faults" "$v"
@@ -51,41 +51,48 @@ if [ "$1" = --live ]; then
 		write "No such file or directory" "$vm/asi/plant" "$(basename "$vm")"
 		write "Invalid argument" "$vm/asi/plant" \
 			"$(printf '%0200d' 0)"
-		[ -n "$other" ] && echo "(another VM, $(basename "$other"), is live: planting" \
-			"it is asi_audit.sh's test)"
+		[ -n "$other" ] && asi_msg "(another VM, $(basename "$other"), is live:" \
+			"planting it is asi_audit.sh's test)"
 	fi
-	exit $fail
+	exit $asi_failed
 fi
 
 asi_require_on
+guest=$KVM_SELFTESTS/x86_64/asi_multi_vm_test
+[ -x "$guest" ] || asi_bail "$guest missing"
+asi_plan 5
 warn0=$(asi_warn_count)
+
 for v in 1 abc -1 "0 1"; do
 	write "Invalid argument" "$ASI_DEBUGFS/faults" "$v"
 done
 write ok "$ASI_DEBUGFS/faults" 0
+asi_result "asi/faults"
+
 for v in 0 abc -5 1000000000000; do
 	write "Invalid argument" "$ASI_DEBUGFS/bench" "$v"
 done
 write ok "$ASI_DEBUGFS/bench" 10
+asi_result "asi/bench"
+
 for f in state domains allowlist cpus; do
 	# Read-only: no write method (root passes the mode check).
 	write "Invalid argument|Permission denied|Operation not permitted|Bad file descriptor" \
 		"$ASI_DEBUGFS/$f" 0
 done
+asi_result "read-only files"
 
-guest=$KVM_SELFTESTS/x86_64/asi_multi_vm_test
-[ -x "$guest" ] || { echo "FAIL: $guest missing"; exit 1; }
 "$guest" -v 2 -c 1 -s 2 -x "$0 --live" >$out.vm 2>&1 || {
-	echo "FAIL: the VMs or the per-VM checks failed:"
-	tail -30 $out.vm
-	fail=1
+	asi_fail "the VMs or the per-VM checks failed:"
+	tail -30 $out.vm | sed 's/^/# /'
 }
-grep -E '^(ok|FAIL) ' $out.vm
+# The --live half's lines (already diagnostics).
+grep -E '^# (ok|FAIL:) ' $out.vm
+asi_result "per-VM files, VMs live"
 
 warn1=$(asi_warn_count)
 if [ "$warn1" -ne "$warn0" ]; then
-	echo "FAIL: $((warn1 - warn0)) new WARN/BUG/oops reports"
-	fail=1
+	asi_fail "$((warn1 - warn0)) new WARN/BUG/oops reports"
 fi
-[ $fail -eq 0 ] && echo "PASS"
-exit $fail
+asi_result "no WARN, BUG or oops"
+ktap_finished

@@ -5,20 +5,18 @@
 # in /sys/kernel/debug/asi/state and the boot log must both agree with the
 # last asi= on /proc/cmdline (ASI is off unless it is "on"; any value other
 # than "on" or "off" must be named in a warning).
-# Exit: 0 pass, 1 fail, 4 skip (kselftest convention).
+# KTAP output; exit: 0 pass, 1 fail, 4 skip (kselftest convention).
 
-state=/sys/kernel/debug/asi/state
-fail=0
+. "$(dirname "$0")/asi_lib.sh"
 
-if ! grep -qs ' /sys/kernel/debug debugfs' /proc/mounts; then
-	echo "SKIP: debugfs is not mounted at /sys/kernel/debug"
-	exit 4
-fi
-if [ ! -r "$state" ]; then
-	echo "FAIL: $state is missing" \
-	     "(kernel built without CONFIG_MITIGATION_ADDRESS_SPACE_ISOLATION?)"
-	exit 1
-fi
+state=$ASI_DEBUGFS/state
+
+grep -qs ' /sys/kernel/debug debugfs' /proc/mounts ||
+	asi_skip_all "debugfs is not mounted at /sys/kernel/debug"
+[ -r "$state" ] ||
+	asi_bail "$state is missing" \
+		"(kernel built without CONFIG_MITIGATION_ADDRESS_SPACE_ISOLATION?)"
+asi_plan 4
 
 # The last asi= wins; a bare "asi" counts as an invalid, empty value.
 arg=none
@@ -38,40 +36,36 @@ esac
 
 got_enabled=$(sed -n 's/^enabled: //p' "$state")
 got_reason=$(sed -n 's/^reason: //p' "$state")
-echo "cmdline asi=${arg}: state says enabled=$got_enabled reason=\"$got_reason\""
+asi_msg "cmdline asi=${arg}: state says enabled=$got_enabled reason=\"$got_reason\""
 
-if [ "$got_enabled" != "$want_enabled" ]; then
-	echo "FAIL: enabled is '$got_enabled', expected '$want_enabled'"
-	fail=1
-fi
-if [ "$got_reason" != "$want_reason" ]; then
-	echo "FAIL: reason is '$got_reason', expected '$want_reason'"
-	fail=1
-fi
+[ "$got_enabled" = "$want_enabled" ] ||
+	asi_fail "enabled is '$got_enabled', expected '$want_enabled'"
+asi_result "enabled matches asi="
+
+[ "$got_reason" = "$want_reason" ] ||
+	asi_fail "reason is '$got_reason', expected '$want_reason'"
+asi_result "reason matches asi="
 
 if [ "$want_enabled" = on ]; then
 	want_log="ASI: enabled ($want_reason)"
 else
 	want_log="ASI: disabled ($want_reason)"
 fi
-if ! dmesg | grep -qF "$want_log"; then
-	echo "FAIL: boot log lacks \"$want_log\""
-	fail=1
-fi
+dmesg | grep -qF "$want_log" || asi_fail "boot log lacks \"$want_log\""
+asi_result "boot log"
 
 case "$arg" in
-none|on|off) ;;
+none|on|off)
+	asi_skip "invalid value recorded" "no invalid asi= value on the command line"
+	;;
 *)
 	if ! dmesg | grep -qF "invalid value \"$arg\" for asi="; then
-		echo "FAIL: boot log does not name the invalid value \"$arg\""
-		fail=1
+		asi_fail "boot log does not name the invalid value \"$arg\""
 	fi
 	if ! grep -qxF "rejected: \"$arg\"" "$state"; then
-		echo "FAIL: $state does not record the rejected value \"$arg\""
-		fail=1
+		asi_fail "$state does not record the rejected value \"$arg\""
 	fi
+	asi_result "invalid value recorded"
 	;;
 esac
-
-[ $fail -eq 0 ] && echo "PASS"
-exit $fail
+ktap_finished

@@ -5,20 +5,21 @@
 # against running guests: each one is started, attached (bpftrace reads
 # the asi tracepoints' fields from tracefs), run while twelve VMs run
 # their exits with vCPUs moved between CPUs, stopped with SIGINT, and must
-# have printed what it is for. Then "asi-pt suggest" must rank the faults
-# the fault script collected. Skips with ASI off or without bpftrace.
-# Exit: 0 pass, 1 fail, 4 skip.
+# have printed what it is for (a case per script). Then "asi-pt suggest"
+# must rank the faults the fault script collected. Skips with ASI off or
+# without bpftrace. KTAP output; exit: 0 pass, 1 fail, 4 skip.
 
 . "$(dirname "$0")/asi_lib.sh"
 
 bt=$ASI_SELFTESTS/bpftrace
 pt=$ASI_PT
 asi_require_on
-command -v bpftrace >/dev/null || { echo "SKIP: no bpftrace in this image"; exit 4; }
+command -v bpftrace >/dev/null || asi_skip_all "no bpftrace in this image"
 [ -d /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing
-fail=0
+asi_plan 4
 
-# run SCRIPT PATTERN...: SCRIPT's output must match every PATTERN.
+# run SCRIPT PATTERN...: SCRIPT's output must match every PATTERN; the
+# case SCRIPT.
 run() {
 	script=$1
 	shift
@@ -30,32 +31,32 @@ run() {
 		kill -0 $pid 2>/dev/null || break
 		sleep 1
 		i=$((i + 1))
-		[ $((i % 15)) -eq 0 ] && echo "$script: waiting for bpftrace to attach (${i} s)"
+		[ $((i % 15)) -eq 0 ] && asi_msg "$script: waiting for bpftrace to attach (${i} s)"
 	done
 	if ! grep -q '^Attaching' "$out"; then
-		echo "FAIL: $script did not attach in ${i} s:"
-		cat "$out"
+		asi_fail "$script did not attach in ${i} s:"
+		asi_show "$out"
 		kill -9 $pid 2>/dev/null
-		fail=1
+		asi_result "$script"
 		return
 	fi
-	echo "$script attached in ${i} s"
+	asi_msg "$script attached in ${i} s"
 	vms=/tmp/asi_bpftrace.vms
 	if "$KVM_SELFTESTS"/x86_64/asi_multi_vm_test -v 12 -c 2 -s 3 >$vms 2>&1; then
 		# The guests' counters: what the script saw happen.
-		grep -e '^ASI is' -e '^VM  0:' -e 'migrations' $vms
+		grep -e '^ASI is' -e '^VM  0:' -e 'migrations' $vms | sed 's/^/# /'
 	else
-		echo "FAIL: the guests failed:"
-		cat $vms
-		fail=1
+		asi_fail "the guests failed:"
+		asi_show $vms
 	fi
 	kill -INT $pid
 	wait $pid
-	echo "--- $script:"
-	cat "$out"
+	asi_msg "--- $script:"
+	asi_show "$out"
 	for p; do
-		grep -q -e "$p" "$out" || { echo "FAIL: $script printed no /$p/"; fail=1; }
+		grep -q -e "$p" "$out" || asi_fail "$script printed no /$p/"
 	done
+	asi_result "$script"
 }
 
 # bpftrace prints the address pages as signed decimals.
@@ -67,7 +68,7 @@ run asi_full_map_time.bt '^@full_map_ns\[[0-9]*\]:' '^\[[0-9]' \
 
 "$pt" suggest /tmp/asi_faults.out >/tmp/asi_bpftrace.suggest 2>&1 &&
 	grep -q '^   1 ' /tmp/asi_bpftrace.suggest ||
-	{ echo "FAIL: asi-pt suggest on asi_faults.bt's output:"; fail=1; }
-cat /tmp/asi_bpftrace.suggest
-[ $fail -eq 0 ] && echo "PASS"
-exit $fail
+	asi_fail "asi-pt suggest on asi_faults.bt's output:"
+asi_show /tmp/asi_bpftrace.suggest
+asi_result "asi-pt suggest ranks the faults"
+ktap_finished

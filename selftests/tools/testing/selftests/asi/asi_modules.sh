@@ -16,10 +16,10 @@
 #     its ranges is left in any domain;
 # then unloads both modules (the room must be free again), loads them
 # again and repeats the checks. No WARN may appear throughout. Skips with
-# ASI off or KVM built in. Exit: 0 pass, 1 fail, 4 skip.
+# ASI off or KVM built in. KTAP output; exit: 0 pass, 1 fail, 4 skip.
 #
 # Called as "asi_modules.sh --live VENDOR OTHER" by asi_multi_vm_test -x,
-# it does the live-domain check only.
+# it does the live-domain check only: diagnostics, and exit 1 if it fails.
 
 . "$(dirname "$0")/asi_lib.sh"
 
@@ -39,51 +39,57 @@ has_ksym() {
 }
 
 # With VMs live: every VM's domain maps kvm and $1; loading $2 (which must
-# fail) leaves nothing of it mapped.
+# fail) leaves nothing of it mapped. asi_fail for what does not hold.
 live_check() {
-	vendor=$1 other=$2 n=0 rc=0
+	vendor=$1 other=$2 n=0
 	for m in /sys/kernel/debug/kvm/${ASI_TEST_PID:-*}-*/asi/mappings; do
 		[ -r "$m" ] || continue
 		n=$((n + 1))
 		for mod in kvm "$vendor"; do
 			if ! has_range "$m" "$mod" always; then
-				echo "FAIL: $m maps nothing of module $mod"
-				rc=1
+				asi_fail "$m maps nothing of module $mod"
 			fi
 		done
 	done
 	if [ $n -eq 0 ]; then
-		echo "FAIL: no live VM's asi/mappings found"
-		return 1
+		asi_fail "no live VM's asi/mappings found"
+		return
 	fi
 	if modprobe "$other" 2>/dev/null; then
-		echo "FAIL: $other loaded on this CPU; cannot check a failed load"
+		asi_fail "$other loaded on this CPU; cannot check a failed load"
 		rmmod "$other"
-		return 1
+		return
 	fi
 	for m in /sys/kernel/debug/kvm/${ASI_TEST_PID:-*}-*/asi/mappings; do
 		[ -r "$m" ] || continue
 		if has_range "$m" "$other"; then
-			echo "FAIL: $m still maps $other after its load failed:"
-			grep " $other\$" "$m"
-			rc=1
+			asi_fail "$m still maps $other after its load failed:"
+			grep " $other\$" "$m" | sed 's/^/# /'
 		fi
 	done
-	echo "$n live domains map kvm and $vendor; $other came and went"
-	return $rc
+	asi_msg "$n live domains map kvm and $vendor; $other came and went"
 }
 
 if [ "${1:-}" = --live ]; then
 	live_check "$2" "$3"
-	exit $?
+	exit $asi_failed
 fi
 
 asi_require_on
 asi_kvm_modules
-[ -d /sys/module/kvm/sections ] || {
-	echo "SKIP: no /sys/module/kvm/sections (CONFIG_KALLSYMS off?)"
-	exit 4
-}
+[ -d /sys/module/kvm/sections ] ||
+	asi_skip_all "no /sys/module/kvm/sections (CONFIG_KALLSYMS off?)"
+# With section addresses hidden (kptr_restrict) .data..asi reads 0: skip.
+for m in kvm "$vendor"; do
+	f=/sys/module/$m/sections/.data..asi
+	[ -r "$f" ] || continue
+	case $(cat "$f") in
+	0x0000000000000000|0)
+		asi_skip_all "section addresses are hidden (kptr_restrict)" ;;
+	esac
+done
+# Four cases loaded, one unloaded, five loaded again, one for WARNs.
+asi_plan 11
 
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
@@ -93,69 +99,66 @@ percpu_used() {
 	sed -n 's/^module_percpu_bytes: \([0-9]*\) used of [0-9]*$/\1/p' "$ASI_DEBUGFS/state"
 }
 
-fail=0
+# check_loaded WHEN: four cases, named "WHEN: ...".
 check_loaded() {
 	for m in kvm "$vendor"; do
 		f=/sys/module/$m/sections/.data..asi
 		if [ ! -r "$f" ]; then
-			echo "FAIL: $m has no .data..asi section ($f)"
-			fail=1
+			asi_fail "$m has no .data..asi section ($f)"
 			continue
 		fi
 		addr=$(cat "$f")
 		case $addr in
 		0x0000000000000000|0)
-			echo "SKIP: section addresses are hidden (kptr_restrict)"
-			exit 4 ;;
+			# Checked before the plan: a reloaded module's only.
+			asi_fail "$m's .data..asi address is hidden (kptr_restrict)" ;;
 		*000)
-			echo "$m: .data..asi at $addr" ;;
+			asi_msg "$m: .data..asi at $addr" ;;
 		*)
-			echo "FAIL: $m's .data..asi at $addr is not page-aligned"
-			fail=1 ;;
+			asi_fail "$m's .data..asi at $addr is not page-aligned" ;;
 		esac
 	done
+	asi_result "$1: .data..asi sections page-aligned"
 	# With data symbols in kallsyms (KALLSYMS_ALL), the ASI per-CPU ones too.
 	if has_ksym kvm_caps kvm && ! has_ksym kvm_running_vcpu kvm; then
-		echo "FAIL: kvm_running_vcpu (kvm's ASI per-CPU section) is not in /proc/kallsyms"
-		fail=1
+		asi_fail "kvm_running_vcpu (kvm's ASI per-CPU section) is not in /proc/kallsyms"
 	fi
 	used=$(percpu_used)
-	grep '^module_percpu_bytes' "$ASI_DEBUGFS/state"
+	grep '^module_percpu_bytes' "$ASI_DEBUGFS/state" | sed 's/^/# /'
 	if [ -z "$used" ] || [ "$used" -eq 0 ]; then
-		echo "FAIL: no module per-CPU room in use with kvm and $vendor loaded"
-		fail=1
+		asi_fail "no module per-CPU room in use with kvm and $vendor loaded"
 	fi
+	asi_result "$1: per-CPU room in use"
 	asi_run "$exits" '^(exit|[a-z_]+ +[0-9])' "$exits"
-	asi_run "$multi with the live-domain check" 'live domains|^FAIL' \
+	asi_result "$1: asi_exits_test"
+	asi_run "$multi with the live-domain check" 'live domains|FAIL' \
 		"$multi" -v 2 -c 1 -s 3 -x "$0 --live $vendor $other"
+	asi_result "$1: live domains map the modules"
 }
 
 w0=$(asi_warn_count)
 
-echo "== loaded"
-check_loaded
+asi_msg "== loaded"
+check_loaded loaded
 used_loaded=$used
 
-echo "== unloaded"
-if ! { rmmod "$vendor" && rmmod kvm; }; then
-	echo "FAIL: cannot unload kvm and $vendor"
-	exit 1
-fi
+asi_msg "== unloaded"
+{ rmmod "$vendor" && rmmod kvm; } || asi_bail "cannot unload kvm and $vendor"
 used=$(percpu_used)
-grep '^module_percpu_bytes' "$ASI_DEBUGFS/state"
+grep '^module_percpu_bytes' "$ASI_DEBUGFS/state" | sed 's/^/# /'
 if [ "$used" != 0 ]; then
-	echo "FAIL: $used bytes of the modules' per-CPU room still in use after unloading"
-	fail=1
+	asi_fail "$used bytes of the modules' per-CPU room still in use after unloading"
 fi
+asi_result "unloaded: per-CPU room free"
 
-echo "== loaded again"
-modprobe "$vendor" || { echo "FAIL: cannot load $vendor again"; exit 1; }
-check_loaded
+asi_msg "== loaded again"
+modprobe "$vendor" || asi_bail "cannot load $vendor again"
+check_loaded "loaded again"
 if [ "$used" != "$used_loaded" ]; then
-	echo "FAIL: per-CPU room in use: $used_loaded bytes at first, $used after reloading"
-	fail=1
+	asi_fail "per-CPU room in use: $used_loaded bytes at first, $used after reloading"
 fi
+asi_result "loaded again: per-CPU room as before"
 
 asi_check_warns "$w0"
-[ $fail -eq 0 ] && echo "PASS"
-exit $fail
+asi_result "no WARN, BUG or oops"
+ktap_finished

@@ -7,7 +7,8 @@
 # "perf script" show the events with their fields (perf record may lose
 # events under emulation: its counts are not compared). "perf trace" is
 # not run: system-wide, it stalled the emulated machine for minutes.
-# Skips with ASI off or without perf. Exit: 0 pass, 1 fail, 4 skip.
+# Skips with ASI off or without perf. KTAP output; exit: 0 pass, 1 fail,
+# 4 skip.
 
 . "$(dirname "$0")/asi_lib.sh"
 
@@ -16,37 +17,41 @@ guest=${1:-$KVM_SELFTESTS/x86_64/asi_exits_test}
 # and the patch's int3 on a restricted table falls back (bp_desc).
 export ASI_EXITS_ALLOW_FALLBACKS=1
 asi_require_on
-command -v perf >/dev/null || { echo "SKIP: no perf in this image"; exit 4; }
+command -v perf >/dev/null || asi_skip_all "no perf in this image"
 [ -d /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing
-fail=0
 out=/tmp/asi_perf.out
+asi_plan 3
 
 check() {
-	grep -q -e "$1" $out || { echo "FAIL: $2 printed no /$1/:"; head -30 $out; fail=1; }
+	grep -q -e "$1" $out || {
+		asi_fail "$2 printed no /$1/:"
+		head -30 $out | sed 's/^/# /'
+	}
 }
 
 perf list 'asi:*' >$out 2>&1
 for e in asi_enter asi_exit asi_fault; do
 	check "asi:$e" "perf list"
 done
+asi_result "perf list"
 
 e0=$(asi_sum 3)
 perf stat -a -e asi:asi_enter -e asi:asi_exit -x, -o $out -- "$guest" >/tmp/asi_perf.guest 2>&1 ||
-	{ echo "FAIL: perf stat or $guest failed:"; cat $out /tmp/asi_perf.guest; fail=1; }
+	{ asi_fail "perf stat or $guest failed:"; asi_show $out /tmp/asi_perf.guest; }
 e1=$(asi_sum 3)
-cat $out
+asi_show $out
 n=$(awk -F, '$3 == "asi:asi_enter" { print $1 }' $out)
 [ "$n" = "$((e1 - e0))" ] ||
-	{ echo "FAIL: perf stat counted '$n' asi_enter, asi/cpus $((e1 - e0))"; fail=1; }
+	asi_fail "perf stat counted '$n' asi_enter, asi/cpus $((e1 - e0))"
+asi_result "perf stat"
 
 perf record -q -a -e 'asi:*' -o /tmp/asi_perf.data -- "$guest" >/tmp/asi_perf.guest 2>&1 ||
-	{ echo "FAIL: perf record failed:"; cat /tmp/asi_perf.guest; fail=1; }
+	{ asi_fail "perf record failed:"; asi_show /tmp/asi_perf.guest; }
 perf script -i /tmp/asi_perf.data >$out 2>&1
-echo "perf script: $(grep -c 'asi:asi_enter' $out) asi_enter," \
-     "$(grep -c 'asi:asi_exit' $out) asi_exit events"
+asi_msg "perf script: $(grep -c 'asi:asi_enter' $out) asi_enter," \
+	"$(grep -c 'asi:asi_exit' $out) asi_exit events"
 check 'asi:asi_enter: domain=[1-9]' "perf script"
 check 'asi:asi_exit: domain=[1-9][0-9]* reason=owner' "perf script"
 check 'asi:asi_fault: domain=[1-9][0-9]* address=0x' "perf script"
-
-[ $fail -eq 0 ] && echo "PASS"
-exit $fail
+asi_result "perf record and perf script"
+ktap_finished

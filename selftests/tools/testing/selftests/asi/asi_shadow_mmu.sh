@@ -14,11 +14,11 @@
 #     memslots' rmaps, large page info and write-tracking counts are
 #     mapped into its domain (asi/mappings);
 # then reloads the vendor module with nested paging on. No WARN may appear
-# throughout. Skips with ASI off or KVM built in. Exit: 0 pass, 1 fail,
-# 4 skip.
+# throughout. Skips with ASI off or KVM built in. KTAP output; exit:
+# 0 pass, 1 fail, 4 skip.
 #
 # Called as "asi_shadow_mmu.sh --live" by asi_multi_vm_test -x, it does
-# the live check only.
+# the live check only: diagnostics, and exit 1 if it fails.
 
 . "$(dirname "$0")/asi_lib.sh"
 
@@ -33,9 +33,9 @@ field() {
 }
 
 # With the VMs of $ASI_TEST_PID live: their shadow pages are the pool's,
-# their memslots' metadata is mapped.
+# their memslots' metadata is mapped. asi_fail for what does not hold.
 live_check() {
-	n=0 rc=0
+	n=0
 	for d in $kvm/"${ASI_TEST_PID:?}"-*/asi; do
 		[ -r "$d/mmu_pages" ] || continue
 		n=$((n + 1))
@@ -44,69 +44,66 @@ live_check() {
 		misses=$(field "$d/mmu_pages" misses)
 		if [ "${pages:-0}" -eq 0 ] || [ "${free:-0}" -ge "$pages" ] ||
 		   [ "${misses:-1}" -ne 0 ]; then
-			echo "FAIL: $d: shadow pages not (all) from the MMU pool:"
-			cat "$d/mmu_pages"
-			rc=1
+			asi_fail "$d: shadow pages not (all) from the MMU pool:"
+			asi_show "$d/mmu_pages"
 		fi
-		echo "$d: $(tr '\n' ' ' <"$d/mmu_pages")"
+		asi_msg "$d: $(tr '\n' ' ' <"$d/mmu_pages")"
 		for owner in rmap "large page info" "write tracking"; do
 			if ! grep -q "domain  *$owner\$" "$d/mappings"; then
-				echo "FAIL: $d maps no memslot $owner"
-				rc=1
+				asi_fail "$d maps no memslot $owner"
 			fi
 		done
 	done
 	if [ $n -eq 0 ]; then
-		echo "FAIL: no live VM's asi folder found"
-		return 1
+		asi_fail "no live VM's asi folder found"
+		return
 	fi
-	echo "$n live VMs: shadow pages from their MMU pools, memslot metadata mapped"
-	return $rc
+	asi_msg "$n live VMs: shadow pages from their MMU pools, memslot metadata mapped"
 }
 
 if [ "${1:-}" = --live ]; then
 	live_check
-	exit $?
+	exit $asi_failed
 fi
 
 asi_require_on
 asi_kvm_modules
+asi_plan 4
 
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 w0=$(asi_warn_count)
-fail=0
 
 # reload VALUE: load the vendor module again with $paging=VALUE; on
 # failure, with its defaults, so that later tests find KVM loaded.
 reload() {
 	rmmod "$vendor" 2>/dev/null
 	if ! modprobe "$vendor" "$paging=$1"; then
-		echo "FAIL: cannot load $vendor $paging=$1"
 		modprobe "$vendor"
-		exit 1
+		asi_bail "cannot load $vendor $paging=$1"
 	fi
-	echo "$vendor loaded with $paging=$(cat /sys/module/$vendor/parameters/$paging)"
+	asi_msg "$vendor loaded with $paging=$(cat /sys/module/$vendor/parameters/$paging)"
 }
 
 reload 0
 if asi_run "$exits with shadow paging" \
 	'^(ASI is|exit|SKIP|MMU pool|[a-z_0-9]+ +[0-9]|dirty_log:)' "$exits"; then
-	grep -q 'shadow paging' "$out" || {
-		echo "FAIL: $exits did not run with shadow paging"
-		fail=1
-	}
+	grep -q 'shadow paging' "$out" ||
+		asi_fail "$exits did not run with shadow paging"
 fi
+asi_result "asi_exits_test with shadow paging"
 # Memslots added, moved and deleted under a running vCPU: with shadow
 # paging each has rmaps and write-tracking counts, mapped when allocated
 # and unmapped before they are freed (a range left mapped would make the
 # next one at that address fail to map, and the memslot ioctl with it).
 asi_run "$churn with shadow paging" '^(lifecycles|memslot churn|after):' \
 	"$churn" -n 10 -m 3
-asi_run "$multi with shadow paging and the live check" 'live VMs|/asi: pages|^FAIL' \
+asi_result "memslot churn with shadow paging"
+asi_run "$multi with shadow paging and the live check" 'live VMs|/asi: pages|FAIL' \
 	"$multi" -v 2 -c 1 -s 3 -x "$0 --live"
+asi_result "live VMs' shadow pages from their MMU pools"
 reload 1
 
 asi_check_warns "$w0"
-[ $fail -eq 0 ] && echo "PASS"
-exit $fail
+asi_result "no WARN, BUG or oops"
+ktap_finished

@@ -12,10 +12,12 @@
 #            VM: core scheduling keeps the two off the core at once, and
 #            the protocol holds back a guest whose sibling is elsewhere)
 #
-# Prints, per exit type and setting, the mean ns per exit (the "bench:"
-# lines) with the protocol on and off, and the protocol's kicks and
-# refused VM-entries per 1,000 exits. A benchmark: it fails only if a
-# run fails. Usage: asi_smt_cost.sh [REPS]. Exit: 0, 1 fail, 4 skip.
+# Prints as KTAP diagnostics, per exit type and setting, the mean ns per
+# exit (the "bench:" lines) with the protocol on and off, and the
+# protocol's kicks and refused VM-entries per 1,000 exits. A benchmark: a
+# case per setting, and it fails only if a run fails (it bails out).
+# Usage: asi_smt_cost.sh [REPS]. KTAP output; exit: 0 pass, 1 fail,
+# 4 skip.
 
 . "$(dirname "$0")/asi_lib.sh"
 
@@ -25,9 +27,14 @@ smt=$ASI_DEBUGFS/smt
 out=/tmp/asi_smt_cost
 
 asi_require_on
-[ -w "$smt" ] || { echo "FAIL: $smt missing"; exit 1; }
-[ -x "$exits" ] || { echo "FAIL: $exits missing"; exit 1; }
-grep -q '^pairs: [1-9]' "$smt" || { echo "SKIP: no core with two CPUs online"; cat "$smt"; exit 4; }
+[ -w "$smt" ] || asi_bail "$smt missing"
+[ -x "$exits" ] || asi_bail "$exits missing"
+grep -q '^pairs: [1-9]' "$smt" || {
+	asi_header
+	asi_show "$smt"
+	asi_skip_all "no core with two CPUs online"
+}
+asi_plan 2
 
 smt_counts() {
 	awk 'NR > 3 { k += $3; r += $8 } END { print k + 0, r + 0 }' "$smt"
@@ -40,7 +47,7 @@ for setting in idle busy; do
 	while [ $r -le "$reps" ]; do
 		for mode in on off; do
 			echo "$mode" >"$smt" ||
-				{ echo "FAIL: cannot turn the protocol $mode"; exit 1; }
+				asi_bail "cannot turn the protocol $mode"
 			bg=
 			if [ $setting = busy ]; then
 				(while [ ! -e "$out/stop" ]; do
@@ -60,54 +67,61 @@ for setting in idle busy; do
 				rm -f "$out/stop"
 			fi
 			if [ $rc -ne 0 ]; then
-				echo "FAIL: asi_exits_perf_test ($setting, protocol $mode):"
-				tail -20 "$out/$setting.$mode.$r"
+				asi_fail "asi_exits_perf_test ($setting, protocol $mode):"
+				tail -20 "$out/$setting.$mode.$r" | sed 's/^/# /'
 				echo on >"$smt"
-				exit 1
+				asi_bail "asi_exits_perf_test failed (sibling $setting)"
 			fi
 			echo "$c0 $c1" >"$out/$setting.$mode.$r.smt"
 			# Progress on the console (the harness's idle timeout).
-			echo "run $r, sibling $setting, protocol $mode: done" \
-			     "($(grep -c '^bench: ' "$out/$setting.$mode.$r") bench lines)"
+			asi_msg "run $r, sibling $setting, protocol $mode: done" \
+				"($(grep -c '^bench: ' "$out/$setting.$mode.$r") bench lines)"
 		done
 		r=$((r + 1))
 	done
+	asi_result "sibling $setting runs"
 done
 echo on >"$smt"
 
-echo "ns per exit, mean of $reps runs each (QEMU TCG, one core of two threads):"
-for setting in idle busy; do
-	echo "sibling $setting:"
-	printf '  %-14s %10s %10s %8s\n' exit "ns on" "ns off" "on/off"
-	awk '/^bench: / {
-		n = split(FILENAME, p, "."); mode = p[n - 1]
-		v = $3; sub("ns=", "", v)
-		if (!($2 in seen)) { seen[$2] = 1; order[++nx] = $2 }
-		sum[$2, mode] += v; cnt[$2, mode]++
-	}
-	END {
-		for (i = 1; i <= nx; i++) {
-			e = order[i]
-			on = cnt[e, "on"] ? sum[e, "on"] / cnt[e, "on"] : 0
-			off = cnt[e, "off"] ? sum[e, "off"] / cnt[e, "off"] : 0
-			printf "  %-14s %10.1f %10.1f %8.3f\n", e, on, off, off ? on / off : 0
+# The tables, for the log.
+tables() {
+	echo "ns per exit, mean of $reps runs each (QEMU TCG, one core of two threads):"
+	for setting in idle busy; do
+		echo "sibling $setting:"
+		printf '  %-14s %10s %10s %8s\n' exit "ns on" "ns off" "on/off"
+		awk '/^bench: / {
+			n = split(FILENAME, p, "."); mode = p[n - 1]
+			v = $3; sub("ns=", "", v)
+			if (!($2 in seen)) { seen[$2] = 1; order[++nx] = $2 }
+			sum[$2, mode] += v; cnt[$2, mode]++
 		}
-	}' "$out/$setting".on.[0-9]* "$out/$setting".off.[0-9]*
-	# Kicks and refusals over all of a setting's runs with the protocol
-	# on, per 1,000 exits of CPU 0's asi_exits_perf_test.
-	k=0 rf=0 ex=0
-	r=1
-	while [ $r -le "$reps" ]; do
-		set -- $(cat "$out/$setting.on.$r.smt")
-		k=$((k + $3 - $1)) rf=$((rf + $4 - $2))
-		n=$(awk '/^bench: / { sub("exits=", "", $4); s += $4 } END { print s + 0 }' \
-			"$out/$setting.on.$r")
-		ex=$((ex + n))
-		r=$((r + 1))
+		END {
+			for (i = 1; i <= nx; i++) {
+				e = order[i]
+				on = cnt[e, "on"] ? sum[e, "on"] / cnt[e, "on"] : 0
+				off = cnt[e, "off"] ? sum[e, "off"] / cnt[e, "off"] : 0
+				printf "  %-14s %10.1f %10.1f %8.3f\n", e, on, off,
+				       off ? on / off : 0
+			}
+		}' "$out/$setting".on.[0-9]* "$out/$setting".off.[0-9]*
+		# Kicks and refusals over all of a setting's runs with the protocol
+		# on, per 1,000 exits of CPU 0's asi_exits_perf_test.
+		k=0 rf=0 ex=0
+		r=1
+		while [ $r -le "$reps" ]; do
+			set -- $(cat "$out/$setting.on.$r.smt")
+			k=$((k + $3 - $1)) rf=$((rf + $4 - $2))
+			n=$(awk '/^bench: / { sub("exits=", "", $4); s += $4 }
+				 END { print s + 0 }' "$out/$setting.on.$r")
+			ex=$((ex + n))
+			r=$((r + 1))
+		done
+		awk -v k=$k -v r=$rf -v x=$ex 'BEGIN {
+			printf "  protocol on: %d kicks, %d refused VM-entries in %d exits:",
+			       k, r, x
+			printf " %.2f and %.2f per 1,000 exits\n",
+			       x ? 1000 * k / x : 0, x ? 1000 * r / x : 0 }'
 	done
-	awk -v k=$k -v r=$rf -v x=$ex 'BEGIN {
-		printf "  protocol on: %d kicks, %d refused VM-entries in %d exits:", k, r, x
-		printf " %.2f and %.2f per 1,000 exits\n",
-		       x ? 1000 * k / x : 0, x ? 1000 * r / x : 0 }'
-done
-exit 0
+}
+tables | sed 's/^/# /'
+ktap_finished

@@ -14,9 +14,9 @@
 #      memslots while vCPUs fault guest memory in;
 #   4. the isolation audit runs with four VMs live and must pass.
 # Nothing may oops, WARN or hang (the harness panics on an oops and
-# catches hangs). Prints the number of lifecycles, NMI rounds, memslot
-# changes and pressure rounds at the end. Skips with ASI off.
-# Exit: 0 pass, 1 fail, 4 skip.
+# catches hangs). A case per phase and one for WARNs; prints the number
+# of lifecycles, NMI rounds, memslot changes and pressure rounds at the
+# end. Skips with ASI off. KTAP output; exit: 0 pass, 1 fail, 4 skip.
 #
 # Usage: asi_stress.sh [SECONDS [LIFECYCLES]]  (default 10 s per phase,
 # 1000 lifecycles; the short form in make check, longer on demand)
@@ -33,9 +33,10 @@ stop=$tmp/stop
 asi_require_on
 for t in "$kvm/x86_64/asi_multi_vm_test" "$kvm/x86_64/asi_churn_test" \
 	 "$kvm/memslot_modification_stress_test" "$pt"; do
-	[ -x "$t" ] || { echo "FAIL: $t missing"; exit 1; }
+	[ -x "$t" ] || asi_bail "$t missing"
 done
-[ -w /proc/sysrq-trigger ] || { echo "FAIL: no /proc/sysrq-trigger"; exit 1; }
+[ -w /proc/sysrq-trigger ] || asi_bail "no /proc/sysrq-trigger"
+asi_plan 5
 
 rm -rf "$tmp"
 mkdir -p "$tmp"
@@ -74,25 +75,33 @@ nmi_pid=$!
 ) &
 mem_pid=$!
 
-fail=0
+# run NAME CMD...: CMD must exit 0; its output in $tmp/NAME.out.
 run() {
 	name=$1
 	shift
-	echo "--- $name: $*"
-	# Through tee: the harness takes a silent console for a hang.
+	asi_msg "--- $name: $*"
+	# Through tee: the harness takes a silent console for a hang. One sed
+	# filters and prefixes: a grep writing into a pipe would buffer lines.
 	{ "$@" 2>&1; echo $? >"$tmp/$name.rc"; } | tee "$tmp/$name.out" |
-		grep -E '^(lifecycles|memslot|after|ASI is|migrations|audit|  )'
+		sed -n -E 's/^(lifecycles|memslot|after|ASI is|migrations|audit|  )/# &/p'
 	if [ "$(cat "$tmp/$name.rc")" != 0 ]; then
-		echo "FAIL: $name exited $(cat "$tmp/$name.rc"):"
-		tail -20 "$tmp/$name.out"
-		fail=1
+		asi_fail "$name exited $(cat "$tmp/$name.rc"):"
+		tail -20 "$tmp/$name.out" | sed 's/^/# /'
 	fi
 }
 
 run multi_vm "$kvm/x86_64/asi_multi_vm_test" -v 12 -c 2 -s "$secs"
+asi_result "twelve VMs, vCPUs moving between CPUs"
 run churn "$kvm/x86_64/asi_churn_test" -n "$lifecycles" -m "$secs"
+asi_result "VM lifecycles and memslot churn"
 run memslot_stress "$kvm/memslot_modification_stress_test" -v 2 -i 100
+asi_result "memslot_modification_stress_test"
 run audit "$kvm/x86_64/asi_multi_vm_test" -v 4 -c 2 -s 2 -x "$pt audit"
+grep -q '^audit: .* 0 violations: passed' "$tmp/audit.out" || {
+	asi_fail "the audit did not pass:"
+	tail -10 "$tmp/audit.out" | sed 's/^/# /'
+}
+asi_result "audit with four VMs live"
 
 touch "$stop"
 wait $nmi_pid $mem_pid
@@ -101,20 +110,14 @@ echo "$level" >/proc/sys/kernel/printk
 memslots=$(sed -n 's/^memslot churn: \([0-9]*\) memslot changes.*/\1/p' "$tmp/churn.out")
 lc=$(sed -n 's/^lifecycles: \([0-9]*\) VMs.*/\1/p' "$tmp/churn.out")
 warn1=$(asi_warn_count)
-echo "stress: ${lc:-0} VM lifecycles, $(cat "$tmp/nmis") NMI rounds (sysrq l)," \
+asi_msg "stress: ${lc:-0} VM lifecycles, $(cat "$tmp/nmis") NMI rounds (sysrq l)," \
 	"${memslots:-0} memslot changes under a running vCPU," \
 	"$(cat "$tmp/pressure") memory-pressure rounds;" \
 	"$(($(asi_sum 3) - e0)) switches into restricted tables," \
 	"$(($(asi_sum 7) - f0)) fallback faults"
 if [ "$warn1" -ne "$warn0" ]; then
-	echo "FAIL: $((warn1 - warn0)) new WARN/BUG/oops reports:"
-	dmesg | grep -E -A5 'WARNING:|BUG:|Oops' | tail -30
-	fail=1
+	asi_fail "$((warn1 - warn0)) new WARN/BUG/oops reports:"
+	dmesg | grep -E -A5 'WARNING:|BUG:|Oops' | tail -30 | sed 's/^/# /'
 fi
-grep -q '^audit: .* 0 violations: passed' "$tmp/audit.out" || {
-	echo "FAIL: the audit did not pass:"
-	tail -10 "$tmp/audit.out"
-	fail=1
-}
-[ $fail -eq 0 ] && echo "PASS"
-exit $fail
+asi_result "no WARN, BUG or oops"
+ktap_finished

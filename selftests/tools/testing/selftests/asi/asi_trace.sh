@@ -7,7 +7,7 @@
 # switches and fallback faults that asi/cpus counts: one asi_enter per
 # switch onto a table, one asi_exit per switch off it (its reason counted
 # in the matching column), one asi_fault per fallback. Skips with ASI off.
-# Exit: 0 pass, 1 fail, 4 skip.
+# KTAP output; exit: 0 pass, 1 fail, 4 skip.
 #
 # Usage: asi_trace.sh [NMI_ROUNDS [GUEST]]
 
@@ -19,16 +19,16 @@ tr=/sys/kernel/tracing
 
 asi_require_on
 asi_require_files "$ASI_CPUS"
-[ -x "$guest" ] || { echo "FAIL: $guest missing"; exit 1; }
+[ -x "$guest" ] || asi_bail "$guest missing"
 [ -d "$tr/events" ] || mount -t tracefs nodev "$tr" 2>/dev/null
-[ -d "$tr/events" ] || { echo "FAIL: no tracefs at $tr"; exit 1; }
+[ -d "$tr/events" ] || asi_bail "no tracefs at $tr"
+# The formats, the guest, WARNs, lost events, one case per comparison
+# (expect below) and one that there was something to compare.
+asi_plan 13
 
-fail=0
 check_field() {
-	grep -q "field:$2;" "$tr/events/asi/$1/format" 2>/dev/null || {
-		echo "FAIL: asi:$1 has no field '$2'"
-		fail=1
-	}
+	grep -q "field:$2;" "$tr/events/asi/$1/format" 2>/dev/null ||
+		asi_fail "asi:$1 has no field '$2'"
 }
 check_field asi_enter "unsigned int domain"
 check_field asi_exit "unsigned int domain"
@@ -38,7 +38,9 @@ check_field asi_fault "unsigned long address"
 check_field asi_fault "unsigned long ip"
 check_field asi_fault "unsigned long error_code"
 check_field asi_fault "unsigned char irq"
-[ $fail -eq 0 ] || exit 1
+formats_failed=$asi_failed
+asi_result "tracepoint formats"
+[ "$formats_failed" -eq 0 ] || asi_bail "the asi tracepoints lack fields"
 
 echo 0 >"$tr/tracing_on"
 echo 8192 >"$tr/buffer_size_kb"
@@ -80,29 +82,34 @@ fault=$(count ' asi_fault: ')
 fault_irq=$(count ' asi_fault: .* irq=1')
 : >"$tr/trace"
 
-echo "$guest with $i NMI rounds: events (asi/cpus delta):" \
+asi_msg "$guest with $i NMI rounds: events (asi/cpus delta):" \
 	"enter $enter ($d_3), exit owner $exit_owner ($d_4), sched $exit_sched ($d_5)," \
 	"user $exit_user ($d_6), interrupt $exit_irq ($d_12), planned $exit_planned ($d_18)," \
 	"fault $fault ($d_7)," \
 	"fault in irq/NMI $fault_irq ($d_11); missed $d_13, overrun $overrun"
-grep -m 3 ' asi_fault: ' /tmp/asi_trace.txt
+grep -m 3 ' asi_fault: ' /tmp/asi_trace.txt | sed 's/^/# /'
 
 if [ $rc -ne 0 ]; then
-	echo "FAIL: $guest failed:"
-	cat /tmp/asi_trace.out
-	fail=1
+	asi_fail "$guest failed:"
+	asi_show /tmp/asi_trace.out
 fi
+asi_result "guest runs under tracing"
+
 if [ "$(asi_warn_count)" -ne "$warn0" ]; then
-	echo "FAIL: WARN, BUG or oops while tracing:"
-	dmesg | grep -A20 -E 'WARNING:|BUG:|Oops' | head -60
-	fail=1
+	asi_fail "WARN, BUG or oops while tracing:"
+	dmesg | grep -A20 -E 'WARNING:|BUG:|Oops' | head -60 | sed 's/^/# /'
 fi
+asi_result "no WARN"
+
 if [ "$overrun" -ne 0 ] || [ "$d_13" -ne 0 ]; then
-	echo "FAIL: events lost ($overrun overrun, $d_13 missed): the counts cannot be compared"
-	fail=1
+	asi_fail "events lost ($overrun overrun, $d_13 missed): the counts cannot be compared"
 fi
+asi_result "no events lost"
+
+# expect EVENTS COUNTED ASI_CPUS_COUNT: a case of its own.
 expect() {
-	[ "$2" -eq "$3" ] || { echo "FAIL: $1: $2 events, asi/cpus counted $3"; fail=1; }
+	[ "$2" -eq "$3" ] || asi_fail "$1: $2 events, asi/cpus counted $3"
+	asi_result "$1 events match asi/cpus"
 }
 expect asi_enter "$enter" "$d_3"
 expect "asi_exit reason=owner" "$exit_owner" "$d_4"
@@ -112,9 +119,9 @@ expect "asi_exit reason=interrupt" "$exit_irq" "$d_12"
 expect "asi_exit reason=planned" "$exit_planned" "$d_18"
 expect asi_fault "$fault" "$d_7"
 expect "asi_fault irq=1" "$fault_irq" "$d_11"
+
 if [ "$enter" -eq 0 ] || [ "$fault" -eq 0 ]; then
-	echo "FAIL: no asi_enter or no asi_fault event: nothing was compared"
-	fail=1
+	asi_fail "no asi_enter or no asi_fault event: nothing was compared"
 fi
-[ $fail -eq 0 ] && echo "PASS"
-exit $fail
+asi_result "asi_enter and asi_fault events traced"
+ktap_finished
