@@ -43,7 +43,7 @@ help:
 	@echo "make image-debug          build the test initramfs of the debug kernel"
 	@echo "make image-vmx            build the slim initramfs of the Bochs machine (make check-vmx)"
 	@echo "make image-bench          build the benchmark initramfs (QEMU and an L2 guest added)"
-	@echo "make tools-test           asi-pt's unit tests on recorded input (part of make check)"
+	@echo "make tools-test           asi-pt's unit tests and the cost model on recorded input (in make check)"
 	@echo "make entry-window         static check asi/entry_window on vmlinux.o, after its self-test"
 	@echo "make entry-window-modules the same for kvm.ko, kvm-intel.ko, kvm-amd.ko"
 	@echo "make bench                asi=off / asi=on / compiled out, side by side, 5 repetitions"
@@ -87,10 +87,14 @@ image-bpf: image-default
 image-modules: kernel-modules selftests
 	@$(S)/image.sh modules
 
-# On recorded input (page-table-tools/tests/): needs neither kernel nor image.
+# On recorded input (page-table-tools/tests/, benchmarks/results/): needs
+# neither kernel nor image.
 tools-test:
 	@mkdir -p out/build/tools
 	@$(MAKE) -s -C page-table-tools OUT=$(CURDIR)/out/build/tools test
+	@python3 benchmarks/model.py >out/build/tools/model.txt && \
+		grep -q '^| disk-write | 12 | ' out/build/tools/model.txt && \
+		echo "benchmarks/model.py: ok on $$(sed -n 's/.*counts from //p' out/build/tools/model.txt)"
 
 # asi/entry_window (scripts/entry-window.py): the self-test on the planted
 # fixture, then the kernel. Exit status 1 names each read outside the

@@ -43,7 +43,7 @@ mkdir -p "$root/l2"
 	>"$root/l2/initramfs.cpio"
 cp "$kernel" "$root/l2/bzImage"
 install -m 755 "$bin/l2mon" "$TOP/benchmarks/l2/l2bench.sh" "$TOP/benchmarks/l2/l2faults.sh" \
-	"$root/tests/bin/"
+	"$TOP/benchmarks/l2/l2perf.sh" "$root/tests/bin/"
 
 # QEMU and perf (l2mon runs perf stat over each phase), every library
 # they load, and the microvm firmware.
