@@ -89,9 +89,9 @@ def emulator_version(binary="qemu-system-x86_64"):
 
 
 # Lines in a test's log that say what failed: kselftest and TAP "not ok",
-# the shell tests' "FAIL:", kselftest's "# FAIL:" diagnostics and the KVM
-# selftests' assertion banner.
-FAIL_LINE = re.compile(r"^(not ok |#? ?FAIL:|==== Test Assertion Failure)")
+# "FAIL:" and the KVM selftests' assertion banner, also as the diagnostics
+# ("# ", once or more) of a test that shows another's output.
+FAIL_LINE = re.compile(r"^(?:# ?)*(not ok |FAIL:|==== Test Assertion Failure)")
 
 
 def failure_lines(lines):
@@ -100,7 +100,7 @@ def failure_lines(lines):
     said = []
     for i, line in enumerate(lines):
         if FAIL_LINE.search(line):
-            after = 6 if line.startswith("====") else 0
+            after = 6 if "==== Test Assertion Failure" in line else 0
             said += [f"{k + 1}: {lines[k]}"
                      for k in range(i, min(i + 1 + after, len(lines)))]
     return said

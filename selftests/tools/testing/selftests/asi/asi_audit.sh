@@ -38,7 +38,7 @@ expect() {
 	got=$?
 	if [ $got -ne "$rc" ] || ! grep -q -e "$pat" $out; then
 		asi_fail "'$*' exited $got (want $rc), output (want /$pat/):"
-		head -20 $out | sed 's/^/# /'
+		head -20 $out | asi_show
 	fi
 }
 

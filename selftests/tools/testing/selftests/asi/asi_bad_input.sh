@@ -84,15 +84,12 @@ asi_result "read-only files"
 
 "$guest" -v 2 -c 1 -s 2 -x "$0 --live" >$out.vm 2>&1 || {
 	asi_fail "the VMs or the per-VM checks failed:"
-	tail -30 $out.vm | sed 's/^/# /'
+	tail -30 $out.vm | asi_show
 }
 # The --live half's lines (already diagnostics).
 grep -E '^# (ok|FAIL:) ' $out.vm
 asi_result "per-VM files, VMs live"
 
-warn1=$(asi_warn_count)
-if [ "$warn1" -ne "$warn0" ]; then
-	asi_fail "$((warn1 - warn0)) new WARN/BUG/oops reports"
-fi
+asi_check_warns "$warn0"
 asi_result "no WARN, BUG or oops"
 ktap_finished

@@ -44,7 +44,7 @@ run() {
 	vms=/tmp/asi_bpftrace.vms
 	if "$KVM_SELFTESTS"/x86_64/asi_multi_vm_test -v 12 -c 2 -s 3 >$vms 2>&1; then
 		# The guests' counters: what the script saw happen.
-		grep -e '^ASI is' -e '^VM  0:' -e 'migrations' $vms | sed 's/^/# /'
+		grep -e '^ASI is' -e '^VM  0:' -e 'migrations' $vms | asi_show
 	else
 		asi_fail "the guests failed:"
 		asi_show $vms

@@ -7,12 +7,12 @@
 # KSFT_SKIP (4). A test script
 #   - checks what it needs first: asi_skip_all REASON (a plan of 0 tests,
 #     exit KSFT_SKIP) or asi_bail REASON ("# FAIL:" and "Bail out!",
-#     exit KSFT_FAIL);
+#     exit KSFT_FAIL; also where a test cannot go on after its plan);
 #   - states its plan, asi_plan N, and reports N test cases; a case is
 #     any number of checks, asi_fail MESSAGE for each that fails (a
 #     "# FAIL:" line), closed by asi_result NAME ("ok", or "not ok" if a
 #     check failed since the last result) or asi_skip NAME REASON;
-#   - prints what it measured as diagnostics: asi_msg TEXT, asi_show FILE;
+#   - prints what it measured as diagnostics: asi_msg TEXT, asi_show;
 #   - ends with ktap_finished (KSFT_PASS if every case passed or skipped).
 # The "--live" halves that asi_multi_vm_test -x runs inside a test print
 # diagnostics only and exit 1 if a check failed; the test reports them.
@@ -62,9 +62,10 @@ asi_msg() {
 	echo "# $*"
 }
 
-# asi_show FILE...: the files' lines as diagnostics.
+# asi_show [FILE...]: the files' lines, or standard input's, as
+# diagnostics (a line that is one already is left as it is).
 asi_show() {
-	sed 's/^/# /' "$@"
+	sed '/^#/!s/^/# /' "$@"
 }
 
 asi_fail() {
@@ -153,7 +154,7 @@ asi_run() {
 		asi_show "$out"
 		return 1
 	fi
-	grep -E "$filter" "$out" | sed 's/^/# /'
+	grep -E "$filter" "$out" | asi_show
 	return 0
 }
 
@@ -163,5 +164,5 @@ asi_check_warns() {
 	w=$(asi_warn_count)
 	[ "$w" -eq "$1" ] && return
 	asi_fail "$((w - $1)) new WARN/BUG/Oops reports:"
-	dmesg | grep -E -A20 'WARNING:|BUG:|Oops' | tail -60 | sed 's/^/# /'
+	dmesg | grep -E -A20 'WARNING:|BUG:|Oops' | tail -60 | asi_show
 }

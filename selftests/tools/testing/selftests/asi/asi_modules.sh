@@ -64,7 +64,7 @@ live_check() {
 		[ -r "$m" ] || continue
 		if has_range "$m" "$other"; then
 			asi_fail "$m still maps $other after its load failed:"
-			grep " $other\$" "$m" | sed 's/^/# /'
+			grep " $other\$" "$m" | asi_show
 		fi
 	done
 	asi_msg "$n live domains map kvm and $vendor; $other came and went"
@@ -124,7 +124,7 @@ check_loaded() {
 		asi_fail "kvm_running_vcpu (kvm's ASI per-CPU section) is not in /proc/kallsyms"
 	fi
 	used=$(percpu_used)
-	grep '^module_percpu_bytes' "$ASI_DEBUGFS/state" | sed 's/^/# /'
+	grep '^module_percpu_bytes' "$ASI_DEBUGFS/state" | asi_show
 	if [ -z "$used" ] || [ "$used" -eq 0 ]; then
 		asi_fail "no module per-CPU room in use with kvm and $vendor loaded"
 	fi
@@ -145,7 +145,7 @@ used_loaded=$used
 asi_msg "== unloaded"
 { rmmod "$vendor" && rmmod kvm; } || asi_bail "cannot unload kvm and $vendor"
 used=$(percpu_used)
-grep '^module_percpu_bytes' "$ASI_DEBUGFS/state" | sed 's/^/# /'
+grep '^module_percpu_bytes' "$ASI_DEBUGFS/state" | asi_show
 if [ "$used" != 0 ]; then
 	asi_fail "$used bytes of the modules' per-CPU room still in use after unloading"
 fi

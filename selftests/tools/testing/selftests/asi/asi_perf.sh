@@ -25,7 +25,7 @@ asi_plan 3
 check() {
 	grep -q -e "$1" $out || {
 		asi_fail "$2 printed no /$1/:"
-		head -30 $out | sed 's/^/# /'
+		head -30 $out | asi_show
 	}
 }
 

@@ -68,7 +68,7 @@ for setting in idle busy; do
 			fi
 			if [ $rc -ne 0 ]; then
 				asi_fail "asi_exits_perf_test ($setting, protocol $mode):"
-				tail -20 "$out/$setting.$mode.$r" | sed 's/^/# /'
+				tail -20 "$out/$setting.$mode.$r" | asi_show
 				echo on >"$smt"
 				asi_bail "asi_exits_perf_test failed (sibling $setting)"
 			fi
@@ -123,5 +123,5 @@ tables() {
 			       x ? 1000 * k / x : 0, x ? 1000 * r / x : 0 }'
 	done
 }
-tables | sed 's/^/# /'
+tables | asi_show
 ktap_finished

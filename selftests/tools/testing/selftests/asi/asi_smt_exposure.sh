@@ -133,7 +133,7 @@ measure() {
 	echo "$level" >/proc/sys/kernel/printk
 	if [ $rc -ne 0 ]; then
 		asi_msg "the two VMs did not run (protocol $1):"
-		tail -20 "$2.vms" | sed 's/^/# /'
+		tail -20 "$2.vms" | asi_show
 		asi_bail "the two VMs did not run (protocol $1)"
 	fi
 	[ -s "$2" ] || asi_bail "no trace recorded (protocol $1)"
@@ -196,7 +196,7 @@ exposed() {
 if [ "$on_ns" -ne 0 ]; then
 	asi_fail "exposure $on_ns ns with the sibling protocol on;" \
 		"the first intervals, and the trace around them:"
-	exposed "$trace.on" | sed 's/^/# /'
+	exposed "$trace.on" | asi_show
 fi
 asi_result "$c_on"
 

@@ -86,7 +86,7 @@ run() {
 		sed -n -E 's/^(lifecycles|memslot|after|ASI is|migrations|audit|  )/# &/p'
 	if [ "$(cat "$tmp/$name.rc")" != 0 ]; then
 		asi_fail "$name exited $(cat "$tmp/$name.rc"):"
-		tail -20 "$tmp/$name.out" | sed 's/^/# /'
+		tail -20 "$tmp/$name.out" | asi_show
 	fi
 }
 
@@ -99,7 +99,7 @@ asi_result "memslot_modification_stress_test"
 run audit "$kvm/x86_64/asi_multi_vm_test" -v 4 -c 2 -s 2 -x "$pt audit"
 grep -q '^audit: .* 0 violations: passed' "$tmp/audit.out" || {
 	asi_fail "the audit did not pass:"
-	tail -10 "$tmp/audit.out" | sed 's/^/# /'
+	tail -10 "$tmp/audit.out" | asi_show
 }
 asi_result "audit with four VMs live"
 
@@ -109,15 +109,11 @@ echo "$level" >/proc/sys/kernel/printk
 
 memslots=$(sed -n 's/^memslot churn: \([0-9]*\) memslot changes.*/\1/p' "$tmp/churn.out")
 lc=$(sed -n 's/^lifecycles: \([0-9]*\) VMs.*/\1/p' "$tmp/churn.out")
-warn1=$(asi_warn_count)
 asi_msg "stress: ${lc:-0} VM lifecycles, $(cat "$tmp/nmis") NMI rounds (sysrq l)," \
 	"${memslots:-0} memslot changes under a running vCPU," \
 	"$(cat "$tmp/pressure") memory-pressure rounds;" \
 	"$(($(asi_sum 3) - e0)) switches into restricted tables," \
 	"$(($(asi_sum 7) - f0)) fallback faults"
-if [ "$warn1" -ne "$warn0" ]; then
-	asi_fail "$((warn1 - warn0)) new WARN/BUG/oops reports:"
-	dmesg | grep -E -A5 'WARNING:|BUG:|Oops' | tail -30 | sed 's/^/# /'
-fi
+asi_check_warns "$warn0"
 asi_result "no WARN, BUG or oops"
 ktap_finished

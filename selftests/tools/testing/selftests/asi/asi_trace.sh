@@ -87,7 +87,7 @@ asi_msg "$guest with $i NMI rounds: events (asi/cpus delta):" \
 	"user $exit_user ($d_6), interrupt $exit_irq ($d_12), planned $exit_planned ($d_18)," \
 	"fault $fault ($d_7)," \
 	"fault in irq/NMI $fault_irq ($d_11); missed $d_13, overrun $overrun"
-grep -m 3 ' asi_fault: ' /tmp/asi_trace.txt | sed 's/^/# /'
+grep -m 3 ' asi_fault: ' /tmp/asi_trace.txt | asi_show
 
 if [ $rc -ne 0 ]; then
 	asi_fail "$guest failed:"
@@ -95,10 +95,7 @@ if [ $rc -ne 0 ]; then
 fi
 asi_result "guest runs under tracing"
 
-if [ "$(asi_warn_count)" -ne "$warn0" ]; then
-	asi_fail "WARN, BUG or oops while tracing:"
-	dmesg | grep -A20 -E 'WARNING:|BUG:|Oops' | head -60 | sed 's/^/# /'
-fi
+asi_check_warns "$warn0"
 asi_result "no WARN"
 
 if [ "$overrun" -ne 0 ] || [ "$d_13" -ne 0 ]; then
