@@ -48,6 +48,8 @@ import sys
 HERE = os.path.dirname(os.path.realpath(__file__))
 TOP = os.path.dirname(HERE)
 OUT = os.path.join(TOP, "out")
+sys.path.insert(0, HERE)
+import bench  # noqa: E402
 PHASES = ("disk-read", "disk-write", "disk-randread", "disk-randwrite", "net-send")
 # In-kernel exits handled on the table (no switch, no flush): what ASI adds
 # to an exit; and the planned exits that switch out and back once per exit.
@@ -65,8 +67,8 @@ def latest_results():
 
 def measure_events():
     """Compile and run event_costs.c; its "event:" lines and the CPU it ran on."""
-    os.makedirs(OUT, exist_ok=True)
-    exe = os.path.join(OUT, "event_costs")
+    os.makedirs(os.path.join(OUT, "build", "tools"), exist_ok=True)
+    exe = os.path.join(OUT, "build", "tools", "event_costs")
     src = os.path.join(HERE, "event_costs.c")
     r = subprocess.run(["gcc", "-O2", "-Wall", "-o", exe, src], capture_output=True, text=True)
     if r.returncode:
@@ -76,6 +78,8 @@ def measure_events():
               for m in re.finditer(r"^event: (\S+) ticks=([\d.]+)", out, re.M)}
     info = {}
     for line in out.splitlines():
+        if line.startswith("event:"):
+            continue
         k, _, v = line.partition(": ")
         if k == "cpu":
             k, _, v = v.partition(":")
@@ -83,41 +87,51 @@ def measure_events():
     cpu = (f"{info.get('model name', '?')} family {info.get('cpu family', '?')} "
            f"model {info.get('model', '?')}, md_clear {info.get('md_clear', '?')}"
            + (", under a hypervisor" if info.get("hypervisor") == "yes" else ""))
-    return events, cpu, out
+    return events, cpu, info
 
 
-def tsc_ghz():
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("cpu MHz"):
-                return float(line.split(":")[1]) / 1000
-    return None
+def tsc_ghz(info):
+    """TSC ticks per ns, as event_costs.c measured them (None if not)."""
+    khz = info.get("tsc_khz")
+    return float(khz) / 1e6 if khz else None
 
 
-def runs_of(res, clock, variant):
-    return [r for r in res["runs"]
-            if r["clock"] == clock and r["variant"] == variant and r.get("samples")]
+def samples(table, clock, workload, variant="asi=on"):
+    """A workload's samples, one per repetition (bench.summarize(): the
+    boots whose kernel did not fail, the last attempt's sample)."""
+    return table.get(clock, {}).get(workload, {}).get(variant, [])
 
 
-def median_of(runs, key, fn):
-    vals = [fn(r["samples"][key]) for r in runs if key in r["samples"]]
+def median_of(table, clock, workload, fn, variant="asi=on"):
+    vals = [v for v in map(fn, samples(table, clock, workload, variant)) if v is not None]
     return statistics.median(vals) if vals else None
 
 
-def icount_added(res):
-    """Instructions asi=on adds per in-kernel exit, and per switch pair."""
-    on, off = runs_of(res, "icount", "asi=on"), runs_of(res, "icount", "asi=off")
-    if not on or not off:
-        return None, None
+def per(s, field, by="ops"):
+    return s[field] / s[by] if s.get(by) else None
+
+
+def icount_added(table):
+    """Instructions asi=on adds per in-kernel exit (median over
+    BASE_EXITS), and per switch pair (SWITCH_EXITS, which switch out and
+    back on every exit, less the per-exit figure); None where the results
+    file lacks the phases."""
     delta = {}
     for k in BASE_EXITS + SWITCH_EXITS:
-        a, b = median_of(on, k, lambda s: s["ns"]), median_of(off, k, lambda s: s["ns"])
+        a = median_of(table, "icount", k, lambda s: s["ns"])
+        b = median_of(table, "icount", k, lambda s: s["ns"], "asi=off")
         if a is not None and b is not None:
             delta[k] = a - b
-    base = statistics.median([delta[k] for k in BASE_EXITS if k in delta])
-    per = [(delta[k] - base) / max(median_of(on, k, lambda s: s["enters"] / s["exits"]), 1e-9)
-           for k in SWITCH_EXITS if k in delta]
-    return base, (statistics.median(per) if per else None)
+    base = [delta[k] for k in BASE_EXITS if k in delta]
+    if not base:
+        return None, None
+    base = statistics.median(base)
+    pairs = []
+    for k in SWITCH_EXITS:
+        switches = median_of(table, "icount", k, lambda s: per(s, "enters", "exits"))
+        if k in delta and switches and switches >= 0.5:
+            pairs.append((delta[k] - base) / switches)
+    return base, (statistics.median(pairs) if pairs else None)
 
 
 def main():
@@ -131,40 +145,47 @@ def main():
                    help="one entry flush (default: VERW measured here)")
     p.add_argument("--fallback-cycles", type=float, default=2000.0,
                    help="one fallback fault (default 2000, an assumption)")
-    p.add_argument("--ghz", type=float, help="cycles per ns (default: this CPU's clock)")
+    p.add_argument("--ghz", type=float,
+                   help="cycles per ns (default: this machine's TSC frequency)")
     args = p.parse_args()
 
     path = args.results or latest_results()
     with open(path) as f:
         res = json.load(f)
-    events, cpu, _ = measure_events()
+    for r in res["runs"]:
+        r.setdefault("kernel_ok", r.get("ok", False))
+    table = bench.summarize(res["runs"], res["meta"]["clocks"])
+    per_exit, per_switch = icount_added(table)
+    if per_exit is None or per_switch is None:
+        sys.exit(f"error: {path} lacks the -icount exit phases the model needs "
+                 f"({', '.join(BASE_EXITS + SWITCH_EXITS)}, asi=on and asi=off)")
+    events, cpu, info = measure_events()
     flush = args.flush_cycles if args.flush_cycles is not None else events["verw"]
-    ghz = args.ghz or tsc_ghz() or 2.0
-    per_exit, per_switch = icount_added(res)
-    if per_exit is None:
-        sys.exit(f"error: {path} has no icount boots of asi=on and asi=off")
+    ghz = args.ghz or tsc_ghz(info)
+    if not ghz:
+        sys.exit("error: the TSC frequency is not known here: give --ghz")
 
     print(f"MODEL of ASI's cost on a real host (not a measurement); counts from "
           f"{os.path.relpath(path, TOP)}")
     print(f"  CR3 write {args.cr3_cycles:.0f} cycles (Documentation/arch/x86/pti.rst); "
-          f"flush {flush:.0f} cycles ("
+          f"flush {flush:.1f} cycles ("
           + ("--flush-cycles" if args.flush_cycles is not None else
              f"VERW measured here: {cpu}") + ")")
     print(f"  fallback {args.fallback_cycles:.0f} cycles (assumed); ASI's instructions: "
-          f"{per_exit:.0f} per exit, {per_switch:.0f} per switch pair (icount), "
-          f"1 cycle each (assumed); {ghz:.2f} cycles per ns")
+          f"{per_exit:.1f} per exit, {per_switch:.1f} per switch pair (icount), "
+          f"1 cycle each (assumed); {ghz:.3f} cycles per ns")
     print(f"  for scale, a getppid() round trip here: {events['getppid']:.0f} cycles")
     print()
     print("| workload | guests | exits/op | entries/op | flushes/op | fallbacks/op "
           "| cycles added/op | us added/op | host CPU/op for +1 % | for +5 % |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    on = runs_of(res, "realtime", "asi=on")
+    rows = 0
     for guests in (1, 12):
         for ph in PHASES:
             key = f"l2-{guests}-{ph}"
-            cnt = {f: median_of(on, key, lambda s, f=f: s[f] / s["ops"])
+            cnt = {f: median_of(table, "realtime", key, lambda s, f=f: per(s, f))
                    for f in ("exits", "enters", "flushes", "fallbacks")}
-            if cnt["exits"] is None:
+            if None in cnt.values():
                 continue
             cyc = (cnt["exits"] * per_exit
                    + cnt["enters"] * (2 * args.cr3_cycles + per_switch)
@@ -173,6 +194,9 @@ def main():
             print(f"| {ph} | {guests} | {cnt['exits']:.1f} | {cnt['enters']:.1f} | "
                   f"{cnt['flushes']:.1f} | {cnt['fallbacks']:.3f} | {cyc:.0f} | "
                   f"{us:.2f} | {100 * us:.0f} us | {20 * us:.0f} us |")
+            rows += 1
+    if not rows:
+        sys.exit(f"error: {path} has no L2 workload samples of asi=on")
     return 0
 
 

@@ -19,8 +19,10 @@
 #   - scripts/checkpatch.pl --strict (the series' own) reports no error
 #     and no warning for any patch (checks are listed, not fatal);
 #   - MAINTAINERS has an entry for every new file;
-#   - every patch has a Signed-off-by: of its author and a message that
-#     says why (a body of at least two sentences beyond the subject);
+#   - every patch has a Signed-off-by: of its author, a subject whose
+#     summary (after the "x86/mm: " or "KVM: x86: " prefixes) starts with
+#     a capital, and a message that says why (a body of at least two
+#     sentences beyond the subject);
 #   - every commit builds (vmlinux, compiled and linked, in the default
 #     configuration of configs/, through ccache; a commit that changes
 #     only documentation, tools/, MAINTAINERS or checkpatch is not built
@@ -205,7 +207,12 @@ write_series() {
 # msg_ok COMMIT: the message has a body that says why, and the author's
 # Signed-off-by.
 msg_ok() {
-	local c=$1 body author
+	local c=$1 body author subject
+	# "x86/mm: Add ...", "KVM: x86: Map ...": after the prefixes, a
+	# capital (the x86 and KVM maintainer guides).
+	subject=$(t log -1 --format=%s "$c")
+	[[ $(sed -E 's/^([^ :]+: )+//' <<<"$subject") =~ ^[A-Z] ]] ||
+		{ echo "the subject's summary does not start with a capital: $subject"; return 1; }
 	author=$(t log -1 --format='%an <%ae>' "$c")
 	t log -1 --format=%B "$c" | grep -qxF "Signed-off-by: $author" ||
 		{ echo "no Signed-off-by: $author"; return 1; }
