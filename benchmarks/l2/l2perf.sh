@@ -16,10 +16,12 @@ data=/tmp/l2perf.data
 rc=0
 L2_NO_PERF=1 perf record -q -a -e cpu-clock -F 250 -o $data -- \
 	/tests/bin/l2bench.sh "${1:-12}" "${2:-8}" || rc=$?
+# One pass of perf report by command and symbol: its header counts all
+# samples, its rows are the top symbols below.
+perf report -i $data --stdio --no-children --sort comm,sym >/tmp/l2perf.raw 2>/dev/null
 report=/tmp/l2perf.report
-perf report -i $data --stdio --no-children --sort comm,sym 2>/dev/null |
-	awk '/^ *[0-9.]+%/ { printf "%s", $1; for (i = 2; i <= NF; i++)
-		printf " %s", $i; print "" }' >$report
+awk '/^ *[0-9.]+%/ { printf "%s", $1; for (i = 2; i <= NF; i++)
+	printf " %s", $i; print "" }' /tmp/l2perf.raw >$report
 # The host's samples by the object they hit (perf script gives host
 # samples only: KVM's perf callbacks give a sample taken while a vCPU
 # runs its guest to the guest), next to the count of all samples.
@@ -29,8 +31,8 @@ sed 's/.*(\(.*\))$/\1/; t; s/.*/(no host object)/' /tmp/l2perf.ips | sort | uniq
 	sort -rn | head -8 |
 	awk -v n="$n" '{ c = $1; $1 = ""; printf "l2perf: samples in%s: %.1f%%\n", $0,
 		100 * c / n }'
-all=$(perf report -i $data --stdio 2>/dev/null |
-	sed -n "s/^# Samples: \([0-9.]*[KM]*\)  *of event 'cpu-clock'.*/\1/p" | head -1)
+all=$(sed -n "s/^# Samples: \([0-9.]*[KM]*\)  *of event 'cpu-clock'.*/\1/p" /tmp/l2perf.raw |
+	head -1)
 echo "l2perf: $n samples in the host, of $all in all (the rest: in L2 guests," \
 	"which perf script leaves out)"
 echo "l2perf: by command, percent of all samples:"
