@@ -11,11 +11,11 @@ S := scripts
 # at a time, even under make -j.
 .NOTPARALLEL:
 
-.PHONY: all help tree refresh kernel kernel-modules kernel-debug kernel-noasi \
+.PHONY: all help tree refresh kernel kernel-modules kernel-debug kernel-noasi kernel-l2hv \
 	selftests image image-default image-bpf image-modules image-debug \
 	image-vmx image-bench tools-test entry-window entry-window-modules \
 	check check-full check-modules check-vmx check-debug stress demo bench \
-	bench-quick bench-l2-12 series verify-series clean distclean
+	bench-quick bench-l2-12 bench-faults-cpus series verify-series clean distclean
 
 all: image
 
@@ -35,6 +35,7 @@ help:
 	@echo "make kernel-modules       build the configuration with KVM as modules (out/build/modules)"
 	@echo "make kernel-debug         build the debug kernel (out/build/debug)"
 	@echo "make kernel-noasi         build the kernel with ASI compiled out (out/build/noasi)"
+	@echo "make kernel-l2hv          build the Hyper-V-aware L2 guest kernel (out/build/l2hv)"
 	@echo "make selftests            build the KVM selftests, static"
 	@echo "make image                build make check's initramfs images: image-default and image-bpf"
 	@echo "make image-default        build the test initramfs (with page-table-tools' asi-pt)"
@@ -49,6 +50,7 @@ help:
 	@echo "make bench                asi=off / asi=on / compiled out, side by side, 5 repetitions"
 	@echo "make bench-quick          the same, one repetition"
 	@echo "make bench-l2-12          twelve L2 guests at once, asi=off / asi=on / compiled out, 3 repetitions"
+	@echo "make bench-faults-cpus    where an L2 guest falls back on xAPIC and with Hyper-V enlightenments (asi=on)"
 	@echo "make series               write the upstream series with its cover letter to out/series/"
 	@echo "make verify-series        check it: applies, checkpatch, sign-offs, every commit builds"
 	@echo "make clean                remove the builds, images and logs (out/build, out/image, out/logs)"
@@ -71,6 +73,9 @@ kernel-debug: tree
 
 kernel-noasi: tree
 	@$(S)/kernel.sh noasi
+
+kernel-l2hv: tree
+	@$(S)/kernel.sh l2hv
 
 selftests: kernel
 	@$(S)/selftests.sh
@@ -130,6 +135,17 @@ bench-quick: image-bench kernel-noasi
 
 bench-l2-12: image-bench kernel-noasi
 	@$(S)/bench.sh --clocks realtime --plan bench-l2-12 --reps 3
+
+# On demand: one asi=on boot of plan bench-faults-cpus, the L2 guest on
+# xAPIC and then Hyper-V-aware (the l2hv kernel, in the bench image when
+# it was built first). Prints the fallback sites and the guest's choices.
+# Multi-threaded TCG, as make bench's L2 workloads: with single-threaded
+# TCG the L2 guest stalls (docs/performance.md, "The L2 stall").
+bench-faults-cpus: kernel-l2hv image-bench
+	@python3 selftests/harness/asitest.py boot --kernel out/build/default/arch/x86/boot/bzImage \
+		--initrd out/image/initramfs-bench.cpio --name faults-cpus --timeout 1800 \
+		--accel tcg,thread=multi \
+		--append "asi=on asitest.plan=bench-faults-cpus" --show l2
 
 stress: image-default
 	@python3 selftests/harness/asitest.py check --plan stress

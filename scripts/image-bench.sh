@@ -5,7 +5,8 @@
 # plus what runs the seed's workloads in L2 guests (benchmarks/l2): Debian's
 # QEMU with its libraries and the firmware of its microvm machine, l2mon and
 # l2bench.sh, and the L2 guest (the default kernel's bzImage, booted
-# asi=off, and a busybox initramfs with l2io). Built from the default
+# asi=off, and a busybox initramfs with l2io; the Hyper-V-aware L2 kernel
+# too when make kernel-l2hv built it). Built from the default
 # image's root (scripts/image.sh default runs first).
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
@@ -42,8 +43,16 @@ mkdir -p "$root/l2"
 (cd "$l2" && find . -print0 | LC_ALL=C sort -z | cpio -o -0 -H newc --quiet --reproducible) \
 	>"$root/l2/initramfs.cpio"
 cp "$kernel" "$root/l2/bzImage"
+# The Hyper-V-aware L2 kernel (make kernel-l2hv), for plan
+# bench-faults-cpus, when it was built.
+l2hv=$BUILD/l2hv/arch/x86/boot/bzImage
+if [ -f "$l2hv" ]; then
+	cp "$l2hv" "$root/l2/bzImage-hyperv"
+else
+	note "no $l2hv: plan bench-faults-cpus's Hyper-V guest will fail (make kernel-l2hv first)"
+fi
 install -m 755 "$bin/l2mon" "$TOP/benchmarks/l2/l2bench.sh" "$TOP/benchmarks/l2/l2faults.sh" \
-	"$TOP/benchmarks/l2/l2perf.sh" "$root/tests/bin/"
+	"$TOP/benchmarks/l2/l2perf.sh" "$TOP/benchmarks/l2/l2hv.sh" "$root/tests/bin/"
 
 # QEMU and perf (l2mon runs perf stat over each phase), every library
 # they load, and the microvm firmware.

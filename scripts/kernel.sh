@@ -16,7 +16,9 @@ fragments() {
 	noasi)   f+=("$TOP/configs/noasi.config" "$TOP/configs/kvm-builtin.config") ;;
 	debug)   f+=("$TOP/configs/asi.config" "$TOP/configs/kvm-builtin.config"
 		     "$TOP/configs/debug.config") ;;
-	*) die "unknown kernel configuration '$1' (known: default modules noasi debug)" ;;
+	l2hv)    f+=("$TOP/configs/noasi.config" "$TOP/configs/kvm-builtin.config"
+		     "$TOP/configs/hyperv-guest.config") ;;
+	*) die "unknown kernel configuration '$1' (known: default modules noasi debug l2hv)" ;;
 	esac
 	printf '%s\n' "${f[@]}"
 }

@@ -22,12 +22,15 @@
 #
 # Environment: L2_TIMEOUT (seconds l2mon waits for the guests' boot and for
 # each phase; 600 by default), L2_CPU (QEMU -cpu of the guests; host,-svm
-# by default), L2_PHASES (the phases to run after the warm-up, by name,
-# space-separated; all by default).
+# by default), L2_SMP (vCPUs per guest; 1 by default), L2_KERNEL (the
+# guests' kernel; /l2/bzImage by default), L2_PHASES (the phases to run
+# after the warm-up, by name, space-separated; all by default).
 set -eu
 n=${1:?guests} d=${2:-1}
 ip link set lo up
 [ -c /dev/kvm ] || { echo "l2bench: no /dev/kvm"; exit 1; }
+kernel=${L2_KERNEL:-/l2/bzImage}
+[ -f "$kernel" ] || { echo "l2bench: FAIL: no guest kernel $kernel"; exit 1; }
 faults=/sys/kernel/debug/asi/faults
 [ -w $faults ] && echo 0 >$faults
 rc=0
@@ -43,10 +46,10 @@ for p in "disk-read:read /dev/vda 65536 $((256 / d))" \
 	*" ${p%%:*} "*) set -- "$@" -P "$p" ;;
 	esac
 done
-l2mon -n "$n" -k /l2/bzImage -i /l2/initramfs.cpio -m 96 -t "${L2_TIMEOUT:-600}" \
+l2mon -n "$n" -k "$kernel" -i /l2/initramfs.cpio -m 96 -t "${L2_TIMEOUT:-600}" \
 	-P "warmup:touch" "$@" \
 	-- qemu-system-x86_64 -M microvm,x-option-roms=off,pit=off,pic=off,rtc=off \
-	-enable-kvm -cpu "${L2_CPU:-host,-svm}" -smp 1 -nodefaults -no-user-config \
+	-enable-kvm -cpu "${L2_CPU:-host,-svm}" -smp "${L2_SMP:-1}" -nodefaults -no-user-config \
 	-display none -no-reboot -L /usr/share/qemu -bios qboot.rom || rc=$?
 # Where the fallbacks of the whole run came from, most frequent first.
 if [ -r $faults ]; then

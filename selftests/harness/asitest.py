@@ -19,6 +19,7 @@ import argparse
 import os
 import re
 import select
+import shlex
 import signal
 import subprocess
 import sys
@@ -132,6 +133,7 @@ class Boot:
         self.lines = []
         self.errors = []
         self.status = None      # done | panic | timeout | hang | noexit | exited
+        self.exit_how = ""      # for "exited": the emulator's exit status or signal
         self.seconds = 0.0
 
     machine = "QEMU"
@@ -207,6 +209,13 @@ class Boot:
         self.seconds = time.monotonic() - t0
         if self.status is None:
             self.status = "exited"
+            # Why: 0 with -no-reboot is a reset (a triple fault, or a
+            # reboot the kernel asked for); a signal is the emulator's own
+            # crash.
+            rc = proc.returncode
+            self.exit_how = (f"killed by signal {-rc}" if rc < 0 else f"exit status {rc}")
+            with open(self.log, "a") as log:
+                log.write(f"# {self.machine} {self.exit_how}\n")
         return self
 
     # Seconds the machine has to exit by itself after "asitest: DONE".
@@ -243,7 +252,8 @@ class Boot:
             "timeout": f"time limit of {self.timeout} s reached",
             "hang": f"no console output for {self.idle_timeout} s (hang)",
             "noexit": f"{self.machine} did not exit after the tests finished",
-            "exited": f"{self.machine} exited before the tests finished",
+            "exited": f"{self.machine} exited before the tests finished "
+                      f"({self.exit_how})",
         }[self.status]
         if what is None and self.errors:
             what = "kernel reported errors"
@@ -920,7 +930,8 @@ def cmd_boot(args):
     else:
         b = Boot(args.name, args.kernel, args.initrd, args.append, args.logdir,
                  timeout=args.timeout, idle_timeout=args.idle_timeout,
-                 smp=args.smp or 2, mem=args.mem or "4G", accel=args.accel).run()
+                 smp=args.smp or 2, mem=args.mem or "4G", accel=args.accel,
+                 qemu_extra=shlex.split(args.qemu_args)).run()
     if args.show:
         print("\n".join(l for l in b.lines if l.startswith(args.show)))
     print(b.report())
@@ -959,6 +970,10 @@ def main():
     b.add_argument("--accel", default="tcg,thread=single",
                    help="QEMU -accel (default: single-threaded TCG)")
     b.add_argument("--mem", help="memory (QEMU: 4G, Bochs: 2G)")
+    b.add_argument("--qemu-args", default="",
+                   help="more QEMU arguments, split as the shell would; e.g. "
+                   "\"-d cpu_reset,guest_errors -D reset.log\" to log the CPU state "
+                   "at a reset (a triple fault, or the reboot after a panic)")
     b.add_argument("--show", metavar="PREFIX",
                    help="print console lines starting with PREFIX")
     args = p.parse_args()

@@ -356,22 +356,21 @@ void kvm_asi_leave(struct kvm_vcpu *vcpu, enum asi_exit_reason reason)
  * fallbacks, which are to be tuned away. The next VM-entry flushes as
  * after any exit from the table: the CPU used the full map. Counted only
  * when this call switched the CPU off the table (not when it was off
- * already, or on the full table after a fallback): a planned exit in
- * asi_exits_planned_<cause>, except a directed yield, a schedule-out in
- * asi_exits_sched as after a halt. From any context.
+ * already, or on the full table after a fallback): the timer, ioeventfd
+ * and page-lookup exits in asi_exits_planned_<cause>; work on other vCPUs
+ * and their tasks (a directed yield, waking a blocked vCPU, Hyper-V's
+ * lookups of the VM's vCPUs) in asi_exits_sched, as after a halt. From
+ * any context.
  */
 void kvm_arch_asi_leave(struct kvm_vcpu *vcpu, enum kvm_asi_leave why)
 {
-	enum asi_exit_reason reason = ASI_EXIT_PLANNED;
+	bool planned = why == KVM_ASI_LEAVE_TIMER ||
+		       why == KVM_ASI_LEAVE_IOEVENTFD ||
+		       why == KVM_ASI_LEAVE_FAULTIN;
 
-	if (why == KVM_ASI_LEAVE_YIELD)
-		reason = ASI_EXIT_SCHED;
-	if (!kvm_asi_switch_out(vcpu, reason))
+	if (!kvm_asi_switch_out(vcpu, planned ? ASI_EXIT_PLANNED : ASI_EXIT_SCHED))
 		return;
 	switch (why) {
-	case KVM_ASI_LEAVE_YIELD:
-		/* Summed into asi_exits_sched by kvm_asi_vcpu_put(). */
-		break;
 	case KVM_ASI_LEAVE_TIMER:
 		vcpu->stat.asi_exits_planned_timer++;
 		break;
@@ -380,6 +379,9 @@ void kvm_arch_asi_leave(struct kvm_vcpu *vcpu, enum kvm_asi_leave why)
 		break;
 	case KVM_ASI_LEAVE_FAULTIN:
 		vcpu->stat.asi_exits_planned_faultin++;
+		break;
+	default:
+		/* Summed into asi_exits_sched by kvm_asi_vcpu_put(). */
 		break;
 	}
 }
