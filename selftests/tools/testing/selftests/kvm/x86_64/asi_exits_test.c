@@ -54,8 +54,10 @@
  * Then IPIs between two vCPUs of a second VM (run_ipi_pair()): to a vCPU
  * that halts, so that KVM halt-polls or blocks (it leaves the table first,
  * as a schedule-out: see vcpu_block()), and to a vCPU that runs in the
- * guest, which KVM kicks out of guest mode. Neither vCPU may take a
- * fallback fault, but the sender when it wakes a vCPU that blocked.
+ * guest, which KVM kicks out of guest mode; a third pair, with halt
+ * polling off, wakes a blocked vCPU on every round. Neither vCPU may take
+ * a fallback fault: the sender leaves the table before it wakes a vCPU
+ * that blocked (kvm_vcpu_wake_up()).
  *
  * Last, a nested guest (SVM, run_nested()): L2's CPUIDs, which KVM
  * handles for L2 itself, and round trips through L1 (nested VM-exits,
@@ -254,19 +256,28 @@ static void *halt_vcpu_thread(void *arg)
  * halt-polls or blocks. KVM leaves the domain before it does
  * (vcpu_block()), so the halting vCPU must take no fallback fault. The
  * sender's wakeup of a vCPU that blocked runs the scheduler's
- * try_to_wake_up(), which no domain maps: at most one fallback per such
- * wakeup (halt_wakeup), with a little slack for the two vCPUs' windows.
+ * try_to_wake_up(), which no domain maps: KVM leaves first
+ * (kvm_vcpu_wake_up()), so each wakeup (halt_wakeup) is a schedule-out of
+ * the sender's, unless it was off the table already, and the sender takes
+ * no fallback fault either, but for two (a vCPU that blocks between
+ * KVM's test and the wakeup).
  *
  * Without, vCPU 1 spins in the guest (asi_exits_guest_spinner()) and each IPI kicks
  * its CPU out of guest mode with a host IPI: neither vCPU may fall back.
  *
- * One result, named after vCPU 1 ("hlt_block", "ipi_run").
+ * With @halt and @no_poll, the VM's halt polling is off
+ * (KVM_CAP_HALT_POLL 0): every HLT blocks, and every IPI wakes vCPU 1's
+ * task, which the sender's leave before the wakeup must cover; at least
+ * nine in ten rounds must wake it (a few IPIs land before the HLT).
+ *
+ * One result, named after vCPU 1 ("hlt_block", "hlt_sleep", "ipi_run").
  */
-static void run_ipi_pair(bool halt, bool on, bool apicv, bool allow_fallbacks)
+static void run_ipi_pair(bool halt, bool no_poll, bool on, bool apicv,
+			 bool allow_fallbacks)
 {
 	struct halt_vcpu h[2] = {
-		{ .name = halt ? "hlt_wake" : "ipi_send" },
-		{ .name = halt ? "hlt_block" : "ipi_run" },
+		{ .name = !halt ? "ipi_send" : no_poll ? "sleep_wake" : "hlt_wake" },
+		{ .name = !halt ? "ipi_run" : no_poll ? "hlt_sleep" : "hlt_block" },
 	};
 	const char *name = h[1].name;
 	uint64_t d[2][NR_STATS];
@@ -276,6 +287,8 @@ static void run_ipi_pair(bool halt, bool on, bool apicv, bool allow_fallbacks)
 	vm = vm_create(2);
 	if (kvm_check_cap(KVM_CAP_X86_DISABLE_EXITS) & KVM_X86_DISABLE_EXITS_PAUSE)
 		vm_enable_cap(vm, KVM_CAP_X86_DISABLE_EXITS, KVM_X86_DISABLE_EXITS_PAUSE);
+	if (no_poll)
+		vm_enable_cap(vm, KVM_CAP_HALT_POLL, 0);
 	h[0].vcpu = vm_vcpu_add(vm, 0, asi_exits_guest_waker);
 	h[1].vcpu = vm_vcpu_add(vm, 1, halt ? asi_exits_guest_halter : asi_exits_guest_spinner);
 	vm_install_exception_handler(vm, SELF_IPI_VECTOR, asi_exits_guest_irq_handler);
@@ -312,14 +325,21 @@ static void run_ipi_pair(bool halt, bool on, bool apicv, bool allow_fallbacks)
 		for (i = 0; i < 2; i++)
 			check_asi_off(h[i].name, d[i]);
 	} else {
-		uint64_t wakeups = halt ? d[1][S_WAKEUPS] + 2 : 0;
-
 		CHECK(!d[1][S_FALLBACKS] || allow_fallbacks,
 		      "%s: %lu fallback faults in %lu exits",
 		      name, d[1][S_FALLBACKS], d[1][S_EXITS]);
-		CHECK(d[0][S_FALLBACKS] <= wakeups || allow_fallbacks,
+		CHECK(d[0][S_FALLBACKS] <= (halt ? 2 : 0) || allow_fallbacks,
 		      "%s: %lu fallback faults in %lu exits, %lu wakeups",
 		      h[0].name, d[0][S_FALLBACKS], d[0][S_EXITS], d[1][S_WAKEUPS]);
+		if (halt)
+			CHECK(d[0][S_SCHED] + d[0][S_IRQ] + d[0][S_FALLBACK_EXITS] +
+			      d[0][S_USER] >= d[1][S_WAKEUPS],
+			      "%s: %lu schedule-outs for %lu wakeups",
+			      h[0].name, d[0][S_SCHED], d[1][S_WAKEUPS]);
+		if (no_poll)
+			CHECK(d[1][S_WAKEUPS] >= HALT_ROUNDS - HALT_ROUNDS / 10,
+			      "%s: %lu wakeups for %d rounds without halt polling",
+			      name, d[1][S_WAKEUPS], HALT_ROUNDS);
 		if (d[0][S_FALLBACKS] || d[1][S_FALLBACKS]) {
 			char *faults = vm_asi_read_faults(vm);
 
@@ -657,7 +677,7 @@ int main(void)
 
 	ksft_print_header();
 	/* The phases, the MMU pool, two IPI pairs, the dirty ring, nested. */
-	ksft_set_plan(NR_PHASES + 1 + 2 + 1 + NR_NESTED_PHASES + 1);
+	ksft_set_plan(NR_PHASES + 1 + 3 + 1 + NR_NESTED_PHASES + 1);
 
 	vm = asi_exits_vm_create(&vcpu, &efd);
 	vcpu_stats_open(&r, vcpu, asi_exits_stat_names, NR_STATS);
@@ -711,8 +731,9 @@ int main(void)
 	vcpu_stats_close(&r);
 	kvm_vm_free(vm);
 
-	run_ipi_pair(true, on, h.apicv, allow_fallbacks);
-	run_ipi_pair(false, on, h.apicv, allow_fallbacks);
+	run_ipi_pair(true, false, on, h.apicv, allow_fallbacks);
+	run_ipi_pair(true, true, on, h.apicv, allow_fallbacks);
+	run_ipi_pair(false, false, on, h.apicv, allow_fallbacks);
 	run_dirty_ring(on, shadow, h.pml, allow_fallbacks);
 	run_nested(on, allow_fallbacks);
 	ksft_finished();
