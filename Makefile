@@ -50,7 +50,7 @@ help:
 	@echo "make bench                asi=off / asi=on / compiled out, side by side, 5 repetitions"
 	@echo "make bench-quick          the same, one repetition"
 	@echo "make bench-l2-12          twelve L2 guests at once, asi=off / asi=on / compiled out, 3 repetitions"
-	@echo "make bench-faults-cpus    where an L2 guest falls back on xAPIC and with Hyper-V enlightenments (asi=on)"
+	@echo "make bench-faults-cpus    where an L2 guest falls back: on xAPIC, with two vCPUs, Hyper-V-aware (asi=on)"
 	@echo "make series               write the upstream series with its cover letter to out/series/"
 	@echo "make verify-series        check it: applies, checkpatch, sign-offs, every commit builds"
 	@echo "make clean                remove the builds, images and logs (out/build, out/image, out/logs)"
