@@ -143,7 +143,7 @@ bench-l2-12: image-bench kernel-noasi
 # TCG the L2 guest stalls (docs/performance.md, "The L2 stall").
 bench-faults-cpus: kernel-l2hv image-bench
 	@python3 selftests/harness/asitest.py boot --kernel out/build/default/arch/x86/boot/bzImage \
-		--initrd out/image/initramfs-bench.cpio --name faults-cpus --timeout 1800 \
+		--initrd out/image/initramfs-bench.cpio --name faults-cpus --timeout 2400 \
 		--accel tcg,thread=multi \
 		--append "asi=on asitest.plan=bench-faults-cpus" --show l2
 

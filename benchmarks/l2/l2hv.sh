@@ -19,7 +19,14 @@ set -u
 export L2_KERNEL=/l2/bzImage-hyperv L2_SMP=2 \
 	L2_CPU=host,-svm,kvm=off,hv-relaxed,hv-vapic,hv-time,hv-vpindex,hv-runtime,hv-synic,hv-stimer,hv-stimer-direct,hv-tlbflush,hv-ipi,hv-frequencies \
 	L2_PHASES=${L2_PHASES:-"disk-read net-send"}
-/tests/bin/l2faults.sh 1 2 || exit
+{ /tests/bin/l2faults.sh 1 2; echo $? >/tmp/l2hv.rc; } 2>&1 | tee /tmp/l2hv.faults
+rc=$(cat /tmp/l2hv.rc)
+[ "$rc" = 0 ] || exit "$rc"
+# A guest that ignored the enlightenments would pass unnoticed.
+if ! grep -q 'l2: ready .*hv=Microsoft_Hyper-V' /tmp/l2hv.faults; then
+	echo "l2hv: FAIL: the guest did not take Hyper-V (no hv=Microsoft_Hyper-V in its ready line)"
+	exit 1
+fi
 ev=
 for e in hv_stimer_set_count hv_stimer_start_one_shot hv_stimer_expiration \
 	 hv_hypercall hv_send_ipi hv_send_ipi_ex hv_flush_tlb hv_flush_tlb_ex \

@@ -202,18 +202,24 @@ class Boot:
                 log.write(line + "\n")
                 self.lines.append(line)
                 self.check_line(line)
-        if proc.poll() is None:
+        # The console can close a moment before the emulator exits.
+        try:
+            proc.wait(timeout=5)
+            killed = False
+        except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+            proc.wait()
+            killed = True
         self.finish()
         self.seconds = time.monotonic() - t0
         if self.status is None:
             self.status = "exited"
             # Why: 0 with -no-reboot is a reset (a triple fault, or a
-            # reboot the kernel asked for); a signal is the emulator's own
-            # crash.
+            # reboot the kernel asked for); a signal the harness did not
+            # send is the emulator's own crash.
             rc = proc.returncode
-            self.exit_how = (f"killed by signal {-rc}" if rc < 0 else f"exit status {rc}")
+            self.exit_how = ("killed by the harness" if killed else
+                             f"killed by signal {-rc}" if rc < 0 else f"exit status {rc}")
             with open(self.log, "a") as log:
                 log.write(f"# {self.machine} {self.exit_how}\n")
         return self
@@ -920,6 +926,8 @@ def demo_compare(args, kernel):
 
 def cmd_boot(args):
     args.logdir = args.logdir or os.path.join(LOGS, "boot")
+    if args.machine == "bochs" and args.qemu_args:
+        raise SystemExit("error: --qemu-args is for --machine qemu only")
     if args.machine == "bochs":
         b = BochsBoot(args.name, args.kernel, args.initrd, args.append, args.logdir,
                       timeout=args.timeout, idle_timeout=args.idle_timeout,
