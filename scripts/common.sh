@@ -86,7 +86,10 @@ QEMU_MIN_MAJOR=10
 QEMU_SOURCES=/etc/apt/sources.list.d/kvm-asi-backports.sources
 QEMU_PIN=/etc/apt/preferences.d/kvm-asi-backports
 
+# Empty when no QEMU is installed (a fresh machine): under pipefail the
+# missing command must not fail the caller's assignment.
 qemu_major() {
+	command -v qemu-system-x86_64 >/dev/null || return 0
 	qemu-system-x86_64 --version 2>/dev/null |
 		sed -n 's/^QEMU emulator version \([0-9]*\)\..*/\1/p'
 }
