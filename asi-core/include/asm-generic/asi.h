@@ -40,6 +40,7 @@ static __always_inline void asi_scrub_words(void *p, size_t size) { }
 static __always_inline void asi_idle_enter(void) { }
 static __always_inline void asi_idle_exit(void) { }
 static __always_inline void asi_nmi_enter(void) { }
+static __always_inline void asi_nmi_exit(void) { }
 
 static __always_inline bool asi_handle_fault(struct pt_regs *regs,
 					     unsigned long error_code,

@@ -17,7 +17,6 @@
 #include <linux/asi.h>
 #include <linux/kvm_host.h>
 #include <linux/vmalloc.h>
-#include <asm/nospec-branch.h>
 
 struct kvm_mmu_page;
 
@@ -53,21 +52,6 @@ void kvm_asi_vfree(struct kvm *kvm, void *p, size_t n, size_t size);
 void kvm_asi_core_cookie_adopt(struct kvm *kvm);
 void kvm_asi_pt_init(struct kvm_asi_pt_pool *pool);
 void kvm_asi_pt_destroy(struct kvm *kvm, struct asi *asi);
-
-/*
- * What may have been pulled into the caches while the full table was in
- * use: the L1D where the CPU is affected by L1TF and can flush it, else
- * the CPU buffers (VERW), which every CPU executes. Static branches
- * only: this runs on the restricted table, which does not map
- * boot_cpu_data.
- */
-static __always_inline void kvm_asi_flush(void)
-{
-	if (static_cpu_has_bug(X86_BUG_L1TF) && static_cpu_has(X86_FEATURE_FLUSH_L1D))
-		native_wrmsrl(MSR_IA32_FLUSH_CMD, L1D_FLUSH);
-	else
-		x86_clear_cpu_buffers();
-}
 
 /*
  * In the noinstr enter/exit region with IRQs off, before VM-entry: run
@@ -121,13 +105,16 @@ static __always_inline void kvm_asi_flush_decide(struct kvm_vcpu *vcpu,
 	 */
 	asi_enter(asi);
 	/*
-	 * The counts before the decision: an NMI that falls back between
-	 * them is flushed for and counted as late, never missed by both.
+	 * The window opens before the decision, and the counts are read
+	 * before it: an NMI that falls back between them is flushed for and
+	 * counted as late, never missed by both. One that falls back after
+	 * it flushes again on its way out (asi_nmi_exit()).
 	 */
+	asi_entry_window(true);
 	w->irq = asi_fallback_count(true);
 	w->fallbacks = asi_fallback_count(false);
 	if (asi_need_flush()) {
-		kvm_asi_flush();
+		asi_flush_caches();
 		vcpu->stat.asi_flushes++;
 	} else {
 		vcpu->stat.asi_flushes_skipped++;
@@ -141,9 +128,11 @@ static __always_inline void kvm_asi_flush_decide(struct kvm_vcpu *vcpu,
 /*
  * Right after the VM-entry code returned (on VMX, once the guest's CR2 is
  * read): fallbacks since the flush decision are late and counted. One
- * that no NMI handler took (VMX takes host NMIs in the window) is a bug,
- * a datum of the window that no domain maps: kvm_asi_vcpu_put() warns,
- * on the full table, not here, where the report could fall back itself.
+ * that an NMI handler took (VMX takes host NMIs in the window) flushed on
+ * the NMI's way out, before the guest ran. One that no NMI handler took
+ * is a bug, a datum of the window that no domain maps: kvm_asi_vcpu_put()
+ * warns, on the full table, not here, where the report could fall back
+ * itself.
  */
 static __always_inline void kvm_asi_window_end(struct kvm_vcpu *vcpu,
 					       struct kvm_asi_window *w)
@@ -152,6 +141,7 @@ static __always_inline void kvm_asi_window_end(struct kvm_vcpu *vcpu,
 
 	if (!asi_enabled() || !vcpu->kvm->arch.asi)
 		return;
+	asi_entry_window(false);
 	asi_guest_window(true);
 	late = asi_fallback_count(false) - w->fallbacks;
 	irq = asi_fallback_count(true) - w->irq;

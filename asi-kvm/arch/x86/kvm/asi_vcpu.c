@@ -364,26 +364,25 @@ void kvm_asi_leave(struct kvm_vcpu *vcpu, enum asi_exit_reason reason)
  */
 void kvm_arch_asi_leave(struct kvm_vcpu *vcpu, enum kvm_asi_leave why)
 {
-	bool planned = why == KVM_ASI_LEAVE_TIMER ||
-		       why == KVM_ASI_LEAVE_IOEVENTFD ||
-		       why == KVM_ASI_LEAVE_FAULTIN;
+	u64 *planned;
 
-	if (!kvm_asi_switch_out(vcpu, planned ? ASI_EXIT_PLANNED : ASI_EXIT_SCHED))
-		return;
 	switch (why) {
 	case KVM_ASI_LEAVE_TIMER:
-		vcpu->stat.asi_exits_planned_timer++;
+		planned = &vcpu->stat.asi_exits_planned_timer;
 		break;
 	case KVM_ASI_LEAVE_IOEVENTFD:
-		vcpu->stat.asi_exits_planned_ioeventfd++;
+		planned = &vcpu->stat.asi_exits_planned_ioeventfd;
 		break;
 	case KVM_ASI_LEAVE_FAULTIN:
-		vcpu->stat.asi_exits_planned_faultin++;
+		planned = &vcpu->stat.asi_exits_planned_faultin;
 		break;
 	default:
 		/* Summed into asi_exits_sched by kvm_asi_vcpu_put(). */
-		break;
+		kvm_asi_switch_out(vcpu, ASI_EXIT_SCHED);
+		return;
 	}
+	if (kvm_asi_switch_out(vcpu, ASI_EXIT_PLANNED))
+		(*planned)++;
 }
 EXPORT_SYMBOL_GPL(kvm_arch_asi_leave);
 

@@ -269,6 +269,10 @@ struct asi_fault_record {
  * @pcid_kept: restricted-table loads that kept its translations
  * @unmap_flushes: unmaps from a domain this CPU flushed
  * @unmap_ipis: flushes of unmaps from the domain this CPU was in
+ * @entry_window: the owner is between its flush decision and the return of
+ *		  its VM-entry code (asi_entry_window())
+ * @nmi_flushes: NMIs that fell back inside that window and flushed on
+ *		 their way out (asi_nmi_exit())
  */
 struct asi_cpu_state {
 	struct asi *curr;
@@ -292,6 +296,8 @@ struct asi_cpu_state {
 	unsigned long pcid_kept;
 	unsigned long unmap_flushes;
 	unsigned long unmap_ipis;
+	bool entry_window;
+	unsigned long nmi_flushes;
 };
 
 DECLARE_PER_CPU_ASI(struct asi_cpu_state, asi_cpu);
@@ -374,6 +380,31 @@ static __always_inline void asi_nmi_enter(void)
 	if (asi_smt_active())
 		__asi_smt_wake();
 }
+
+/*
+ * The VM-entry window: from right before the owner's flush decision
+ * (asi_need_flush()) until its VM-entry code returned after the guest ran.
+ * VMX takes host NMIs in it; one whose handler falls back brings what the
+ * full table maps into this CPU's caches after the flush, and the guest
+ * would run on them. asi_nmi_exit(), last in exc_nmi(), flushes again
+ * when an NMI returns into the window with the flush indication set.
+ * Opened before the decision: an NMI between the two is flushed for by
+ * either. Reads and writes one word of ASI's per-CPU section.
+ */
+static __always_inline void asi_entry_window(bool open)
+{
+	this_cpu_write(asi_cpu.entry_window, open);
+}
+
+void __asi_nmi_exit(void);
+
+static __always_inline void asi_nmi_exit(void)
+{
+	if (asi_enabled() && this_cpu_read(asi_cpu.entry_window))
+		__asi_nmi_exit();
+}
+
+void asi_flush_caches(void);
 
 /*
  * The guest's time in guest mode, for tracing (asi_smt:asi_guest): the TSC

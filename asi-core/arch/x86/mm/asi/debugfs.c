@@ -312,11 +312,11 @@ static int asi_cpus_show(struct seq_file *m, void *v)
 {
 	unsigned int cpu;
 
-	seq_puts(m, "cpu\tdomain\tenters\texit_owner\texit_sched\texit_user\tfallbacks\tlast_fault_ip\tlast_fault_address\trelaxed_retries\tfallbacks_irq\texit_interrupt\ttrace_missed\tpcid_flushes\tpcid_kept\tunmap_flushes\tunmap_ipis\texit_planned\n");
+	seq_puts(m, "cpu\tdomain\tenters\texit_owner\texit_sched\texit_user\tfallbacks\tlast_fault_ip\tlast_fault_address\trelaxed_retries\tfallbacks_irq\texit_interrupt\ttrace_missed\tpcid_flushes\tpcid_kept\tunmap_flushes\tunmap_ipis\texit_planned\tnmi_flushes\n");
 	for_each_online_cpu(cpu) {
 		struct asi_cpu_state *st = per_cpu_ptr(&asi_cpu, cpu);
 
-		seq_printf(m, "%u\t%u\t%lu\t%lu\t%lu\t%lu\t%lu\t%pS\t%#lx\t%lu\t%lu\t%lu\t%lu\t%lu\t%lu\t%lu\t%lu\t%lu\n",
+		seq_printf(m, "%u\t%u\t%lu\t%lu\t%lu\t%lu\t%lu\t%pS\t%#lx\t%lu\t%lu\t%lu\t%lu\t%lu\t%lu\t%lu\t%lu\t%lu\t%lu\n",
 			   cpu,
 			   READ_ONCE(st->curr) ? READ_ONCE(st->curr_id) : 0,
 			   READ_ONCE(st->enters), READ_ONCE(st->exits[ASI_EXIT_OWNER]),
@@ -328,7 +328,8 @@ static int asi_cpus_show(struct seq_file *m, void *v)
 			   READ_ONCE(st->exits[ASI_EXIT_INTERRUPT]),
 			   READ_ONCE(st->trace_missed), READ_ONCE(st->pcid_flushes),
 			   READ_ONCE(st->pcid_kept), READ_ONCE(st->unmap_flushes),
-			   READ_ONCE(st->unmap_ipis), READ_ONCE(st->exits[ASI_EXIT_PLANNED]));
+			   READ_ONCE(st->unmap_ipis), READ_ONCE(st->exits[ASI_EXIT_PLANNED]),
+			   READ_ONCE(st->nmi_flushes));
 	}
 	return 0;
 }

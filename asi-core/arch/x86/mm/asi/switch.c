@@ -13,6 +13,7 @@
 #include <linux/init.h>
 #include <linux/mm.h>
 #include <asm/msr.h>
+#include <asm/nospec-branch.h>
 #include <asm/processor.h>
 #include <asm/special_insns.h>
 #include <asm/tlbflush.h>
@@ -461,6 +462,50 @@ noinstr bool __asi_handle_fault(struct pt_regs *regs, unsigned long error_code,
 		  error_code, preempt_count() & (NMI_MASK | HARDIRQ_MASK));
 	return true;
 }
+
+/**
+ * asi_flush_caches() - flush what the full table may have left in the caches
+ *
+ * For the owner of a domain, before untrusted code runs on this CPU: the
+ * L1D where the CPU is affected by L1TF and can flush it, else the CPU
+ * buffers (VERW), which every CPU executes. Static branches only: this
+ * runs on the restricted table, which does not map boot_cpu_data, and in
+ * NMIs (__asi_nmi_exit()).
+ */
+noinstr void asi_flush_caches(void)
+{
+	if (static_cpu_has_bug(X86_BUG_L1TF) && static_cpu_has(X86_FEATURE_FLUSH_L1D))
+		native_wrmsrl(MSR_IA32_FLUSH_CMD, L1D_FLUSH);
+	else
+		x86_clear_cpu_buffers();
+}
+EXPORT_SYMBOL_GPL(asi_flush_caches);
+
+/**
+ * __asi_nmi_exit() - flush after an NMI that fell back in a VM-entry window
+ *
+ * Last thing in exc_nmi(), through asi_nmi_exit(), on a CPU between its
+ * owner's flush decision and the return of the VM-entry code (see
+ * asi_entry_window()). The flush indication set means that something
+ * used the full table since the decision cleared it: this NMI's handlers
+ * (or a nested one's) fell back, and the guest about to run would meet
+ * what they brought into the caches. Flush them here, after the last of
+ * the NMI's own accesses. The indication stays set: the guest's exit is
+ * handled on the table the NMI left the CPU on, the full one, and the
+ * next entry flushes as after any fallback.
+ *
+ * Also flushes, needlessly, for an NMI landing between the window's
+ * opening and the decision after an exit that had fallen back, and when
+ * the SMT sibling set the indication: both rare, neither wrong.
+ */
+noinstr void __asi_nmi_exit(void)
+{
+	if (!this_cpu_read(asi_cpu.need_flush))
+		return;
+	asi_flush_caches();
+	this_cpu_inc(asi_cpu.nmi_flushes);
+}
+EXPORT_SYMBOL_GPL(__asi_nmi_exit);
 
 /**
  * asi_need_flush() - did this CPU use the full table since the last call?

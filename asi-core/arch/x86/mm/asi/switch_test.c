@@ -293,6 +293,7 @@ struct asi_probe_result {
 	unsigned long handler_cr3;	/* CR3 inside the handler */
 	unsigned long exits;		/* interrupt exits */
 	unsigned long fallbacks;	/* fallback faults */
+	unsigned long nmi_flushes;	/* NMIs that flushed on their way out */
 	int seen;			/* the handler ran */
 	int consistent;			/* the handler saw the full table */
 };
@@ -365,17 +366,28 @@ static int asi_test_nmi(unsigned int type, struct pt_regs *regs)
 	return NMI_HANDLED;
 }
 
-static noinline void asi_probe_nmi(struct asi_switch_env *env, struct asi_probe_result *res)
+/*
+ * @window: as a VM-entry would, open the entry window and take the flush
+ * decision before the NMI arrives, and close the window after it.
+ */
+static noinline void asi_probe_nmi(struct asi_switch_env *env, struct asi_probe_result *res,
+				   bool window)
 {
 	struct asi *asi = env->asi;
-	unsigned long flags, before;
+	unsigned long flags, before, nmi_flushes;
 	int i;
 
 	local_irq_save(flags);
 	res->full_cr3 = __native_read_cr3();
 	this_cpu_write(asi_test_nmis, 0);
 	before = this_cpu_read(asi_cpu.fallbacks);
+	nmi_flushes = this_cpu_read(asi_cpu.nmi_flushes);
 	asi_enter(asi);
+	if (window) {
+		asi_entry_window(true);
+		if (asi_need_flush())
+			asi_flush_caches();
+	}
 	/*
 	 * By APIC ID, not as a self-IPI: in x2APIC mode the kernel sends
 	 * those through the SELF IPI register, which delivers fixed
@@ -388,6 +400,9 @@ static noinline void asi_probe_nmi(struct asi_switch_env *env, struct asi_probe_
 	res->cr3 = __native_read_cr3();
 	res->consistent = this_cpu_read(asi_test_nmi_consistent);
 	res->fallbacks = this_cpu_read(asi_cpu.fallbacks) - before;
+	if (window)
+		asi_entry_window(false);
+	res->nmi_flushes = this_cpu_read(asi_cpu.nmi_flushes) - nmi_flushes;
 	asi_exit(ASI_EXIT_OWNER);
 	local_irq_restore(flags);
 }
@@ -409,19 +424,49 @@ static void asi_nmi_on_restricted_table_falls_back(struct kunit *test)
 
 	err = register_nmi_handler(NMI_LOCAL, asi_test_nmi, 0, "asi_test");
 	KUNIT_ASSERT_EQ(test, err, 0);
-	asi_probe_nmi(env, &res);
+	asi_probe_nmi(env, &res, false);
 	unregister_nmi_handler(NMI_LOCAL, "asi_test");
 
 	/* Read on the probe's CPU: the test may have migrated since. */
 	KUNIT_EXPECT_EQ(test, res.seen, 1);
 	KUNIT_EXPECT_EQ(test, res.consistent, 1);
 	KUNIT_EXPECT_GE(test, res.fallbacks, 1UL);
+	/* Outside a VM-entry window: the next entry's decision flushes. */
+	KUNIT_EXPECT_EQ(test, res.nmi_flushes, 0UL);
 	on_a_table = cr3_addr(res.cr3) == cr3_addr(__pa(env->asi->pgd)) ||
 		     cr3_addr(res.cr3) == cr3_addr(res.full_cr3);
 	KUNIT_EXPECT_TRUE_MSG(test, on_a_table,
 			      "CR3 %#lx after the NMI is neither table (full: %#lx)",
 			      res.cr3, res.full_cr3);
 	KUNIT_EXPECT_PTR_EQ(test, asi_current(), NULL);
+}
+
+/*
+ * The VM-entry window: an NMI that falls back after the owner's flush
+ * decision, before its VM-entry (VMX takes host NMIs there), must flush on
+ * its way out, else the guest runs on what the NMI's handlers brought into
+ * the caches; and leave the flush indication set for the next entry.
+ */
+static void asi_nmi_in_entry_window_flushes(struct kunit *test)
+{
+	struct asi_switch_env *env = test->priv;
+	struct asi_probe_result res;
+	bool need;
+	int err;
+
+	err = register_nmi_handler(NMI_LOCAL, asi_test_nmi, 0, "asi_test");
+	KUNIT_ASSERT_EQ(test, err, 0);
+	preempt_disable();
+	asi_probe_nmi(env, &res, true);
+	need = asi_need_flush();
+	preempt_enable();
+	unregister_nmi_handler(NMI_LOCAL, "asi_test");
+
+	KUNIT_EXPECT_EQ(test, res.seen, 1);
+	KUNIT_EXPECT_GE(test, res.fallbacks, 1UL);
+	KUNIT_EXPECT_EQ(test, res.nmi_flushes, 1UL);
+	KUNIT_EXPECT_TRUE(test, need);
+	KUNIT_EXPECT_FALSE(test, this_cpu_read(asi_cpu.entry_window));
 }
 
 /*
@@ -686,6 +731,7 @@ static struct kunit_case asi_switch_cases[] = {
 	KUNIT_CASE(asi_context_switch_leaves_domain),
 	KUNIT_CASE(asi_interrupt_leaves_domain),
 	KUNIT_CASE(asi_nmi_on_restricted_table_falls_back),
+	KUNIT_CASE(asi_nmi_in_entry_window_flushes),
 	KUNIT_CASE(asi_cr3_values_cleared_on_exit),
 	KUNIT_CASE(asi_unmap_flushes_only_the_domain),
 	{}
