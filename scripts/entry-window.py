@@ -14,7 +14,8 @@ emulator without the feature never runs it. This check reads it all from
 the relocatable kernel, statically.
 
 The window. The roots are the two functions, whole (svm_vcpu_enter_exit,
-vmx_vcpu_enter_exit): a superset of the window proper. The part of
+vmx_vcpu_enter_exit): a superset of the window proper; and the flush an
+NMI that returns into the window runs (__asi_nmi_exit). The part of
 svm_vcpu_enter_exit() before kvm_asi_enter() still runs on the full
 table, but what it runs (context tracking, lockdep hooks) runs again
 after VM-exit, on the restricted one. Every instruction of a function in
@@ -114,7 +115,9 @@ ALT_SIZE = struct.calcsize(ALT_FMT)      # 14, __packed
 ALT_FLAG_NOT, ALT_FLAG_DIRECT_CALL = 1, 2
 X86_FEATURE_ALWAYS = 3 * 32 + 21
 
-ROOTS = ["svm_vcpu_enter_exit", "vmx_vcpu_enter_exit"]
+# The NMI exit's flush runs in the window too (exc_nmi(), before the
+# guest's CR2 is restored): what it reads must be mapped as well.
+ROOTS = ["svm_vcpu_enter_exit", "vmx_vcpu_enter_exit", "__asi_nmi_exit"]
 
 # Sites the kernel rewrites at boot other than through .altinstructions,
 # and every thunk they can become (arch/x86/kernel/alternative.c

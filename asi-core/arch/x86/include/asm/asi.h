@@ -67,7 +67,11 @@
  *			handler.
  * asi_need_flush()	Whether this CPU left a restricted table (fallback or
  *			exit) since the last call: the owner flushes what
- *			its mitigations need only then.
+ *			its mitigations need only then, with
+ *			asi_flush_caches().
+ * asi_entry_window()	Brackets a guest's VM-entry, from before the flush
+ *			decision: an NMI that uses the full table inside it
+ *			flushes again on its way out (asi_nmi_exit()).
  *
  * Translations: with ASI on the kernel's own mappings are not global (as
  * with PTI), except kernel text and rodata, which every domain maps; a
@@ -271,8 +275,8 @@ struct asi_fault_record {
  * @unmap_ipis: flushes of unmaps from the domain this CPU was in
  * @entry_window: the owner is between its flush decision and the return of
  *		  its VM-entry code (asi_entry_window())
- * @nmi_flushes: NMIs that fell back inside that window and flushed on
- *		 their way out (asi_nmi_exit())
+ * @nmi_flushes: NMIs that returned into that window after a use of the
+ *		 full table and flushed on their way out (asi_nmi_exit())
  */
 struct asi_cpu_state {
 	struct asi *curr;
@@ -381,15 +385,18 @@ static __always_inline void asi_nmi_enter(void)
 		__asi_smt_wake();
 }
 
-/*
- * The VM-entry window: from right before the owner's flush decision
- * (asi_need_flush()) until its VM-entry code returned after the guest ran.
- * VMX takes host NMIs in it; one whose handler falls back brings what the
- * full table maps into this CPU's caches after the flush, and the guest
- * would run on them. asi_nmi_exit(), last in exc_nmi(), flushes again
- * when an NMI returns into the window with the flush indication set.
- * Opened before the decision: an NMI between the two is flushed for by
- * either. Reads and writes one word of ASI's per-CPU section.
+/**
+ * asi_entry_window() - open or close this CPU's VM-entry window
+ * @open: true right before the owner's flush decision (asi_need_flush()),
+ *	  false once its VM-entry code returned after the guest ran
+ *
+ * VMX takes host NMIs in the window; one whose handler falls back brings
+ * what the full table maps into this CPU's caches after the flush, and
+ * the guest would run on them. asi_nmi_exit(), in exc_nmi() after the
+ * handlers, flushes again when an NMI returns into an open window after
+ * a use of the full table. Opened before the decision: an NMI between
+ * the two is flushed for by either. Writes one flag of ASI's per-CPU
+ * section; noinstr, IRQs off.
  */
 static __always_inline void asi_entry_window(bool open)
 {
@@ -398,6 +405,7 @@ static __always_inline void asi_entry_window(bool open)
 
 void __asi_nmi_exit(void);
 
+/* exc_nmi()'s hook: a not-taken static branch with ASI off. */
 static __always_inline void asi_nmi_exit(void)
 {
 	if (asi_enabled() && this_cpu_read(asi_cpu.entry_window))

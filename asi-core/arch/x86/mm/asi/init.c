@@ -16,6 +16,8 @@
 #include <linux/math64.h>
 #include <linux/seq_file.h>
 #include <linux/string.h>
+#include <asm/cpu.h>
+#include <asm/msr-index.h>
 #include <asm/sections.h>
 #include <asm/set_memory.h>
 #include <asm/tsc.h>
@@ -131,6 +133,9 @@ static int __init asi_init(void)
 
 	if (!asi_enabled())
 		return 0;
+	/* For __asi_nmi_exit(): KVM may turn VERW's fill-buffer clearing off. */
+	if (x86_read_arch_cap_msr() & ARCH_CAP_FB_CLEAR_CTRL)
+		static_branch_enable(&asi_fb_clear_ctrl);
 	set_memory_nonglobal(start, (end - start) >> PAGE_SHIFT);
 	if ((unsigned long)__end_ro_after_init_secret > secret)
 		set_memory_nonglobal(secret, ((unsigned long)__end_ro_after_init_secret -

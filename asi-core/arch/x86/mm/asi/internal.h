@@ -132,6 +132,8 @@ static inline int asi_register_module_notifier(void)
 #endif
 
 /* init.c, debugfs.c */
+DECLARE_STATIC_KEY_FALSE(asi_fb_clear_ctrl);
+
 extern struct dentry *asi_debugfs_dir;
 const char *asi_boot_mode_str(void);
 void asi_debugfs_init(struct dentry *dir);

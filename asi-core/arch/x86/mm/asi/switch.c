@@ -481,31 +481,50 @@ noinstr void asi_flush_caches(void)
 }
 EXPORT_SYMBOL_GPL(asi_flush_caches);
 
+/* The CPU can turn VERW's fill-buffer clearing off (FB_CLEAR_CTRL). */
+DEFINE_STATIC_KEY_FALSE(asi_fb_clear_ctrl);
+
 /**
  * __asi_nmi_exit() - flush after an NMI that fell back in a VM-entry window
  *
- * Last thing in exc_nmi(), through asi_nmi_exit(), on a CPU between its
- * owner's flush decision and the return of the VM-entry code (see
- * asi_entry_window()). The flush indication set means that something
- * used the full table since the decision cleared it: this NMI's handlers
- * (or a nested one's) fell back, and the guest about to run would meet
- * what they brought into the caches. Flush them here, after the last of
- * the NMI's own accesses. The indication stays set: the guest's exit is
- * handled on the table the NMI left the CPU on, the full one, and the
- * next entry flushes as after any fallback.
+ * In exc_nmi(), after the handlers, through asi_nmi_exit(), on a CPU
+ * between its owner's flush decision and the return of the VM-entry code
+ * (see asi_entry_window()). The guest about to run would meet what the
+ * NMI's handlers brought into the caches, if they used the full table:
+ * the flush indication is set again (the decision cleared it, so this
+ * NMI's handlers, or a nested NMI's, fell back), or the CPU is on the full
+ * table already (an NMI fell back before the decision took the
+ * indication, and the handlers since read the full table's data without a
+ * fault). Flush then, after the last of the NMI's own accesses. The
+ * indication stays as it is: the guest's exit is handled on the table the
+ * CPU is on, and the next entry flushes if that was the full one.
+ *
+ * KVM may have turned VERW's fill-buffer clearing off for the guest
+ * already (FB_CLEAR_DIS, on Intel CPUs not affected by MDS or TAA): it is
+ * turned on for this flush and off again.
  *
  * Also flushes, needlessly, for an NMI landing between the window's
- * opening and the decision after an exit that had fallen back, and when
- * the SMT sibling set the indication: both rare, neither wrong.
+ * opening and the decision after an exit that had fallen back, or between
+ * VM-exit and the window's end, and when the SMT sibling set the
+ * indication: rare, and never wrong.
  */
 noinstr void __asi_nmi_exit(void)
 {
-	if (!this_cpu_read(asi_cpu.need_flush))
+	u64 opt = 0;
+
+	if (!this_cpu_read(asi_cpu.need_flush) &&
+	    __native_read_cr3() == this_cpu_read(asi_cpu.curr_cr3))
 		return;
+	if (static_branch_unlikely(&asi_fb_clear_ctrl)) {
+		opt = __rdmsr(MSR_IA32_MCU_OPT_CTRL);
+		if (opt & FB_CLEAR_DIS)
+			native_wrmsrl(MSR_IA32_MCU_OPT_CTRL, opt & ~FB_CLEAR_DIS);
+	}
 	asi_flush_caches();
+	if (opt & FB_CLEAR_DIS)
+		native_wrmsrl(MSR_IA32_MCU_OPT_CTRL, opt);
 	this_cpu_inc(asi_cpu.nmi_flushes);
 }
-EXPORT_SYMBOL_GPL(__asi_nmi_exit);
 
 /**
  * asi_need_flush() - did this CPU use the full table since the last call?

@@ -293,7 +293,9 @@ struct asi_probe_result {
 	unsigned long handler_cr3;	/* CR3 inside the handler */
 	unsigned long exits;		/* interrupt exits */
 	unsigned long fallbacks;	/* fallback faults */
+	unsigned long fallbacks_irq;	/* those in interrupt or NMI context */
 	unsigned long nmi_flushes;	/* NMIs that flushed on their way out */
+	bool need_flush;		/* the flush indication after the event */
 	int seen;			/* the handler ran */
 	int consistent;			/* the handler saw the full table */
 };
@@ -366,24 +368,36 @@ static int asi_test_nmi(unsigned int type, struct pt_regs *regs)
 	return NMI_HANDLED;
 }
 
+/* Where asi_probe_nmi() sends its NMI. */
+enum asi_nmi_probe {
+	ASI_NMI_OUTSIDE,	/* on the restricted table, no VM-entry window */
+	ASI_NMI_WINDOW,		/* in a window, after the flush decision */
+	ASI_NMI_WINDOW_RELAXED,	/* there, on the full table: fell back before */
+};
+
 /*
- * @window: as a VM-entry would, open the entry window and take the flush
- * decision before the NMI arrives, and close the window after it.
+ * In a window, as a VM-entry would: open it and take the flush decision
+ * before the NMI arrives (in the relaxed case after a fallback, so that
+ * the decision flushes and the CPU stays on the full table), and close it
+ * after. The flush indication is read without taking it.
  */
 static noinline void asi_probe_nmi(struct asi_switch_env *env, struct asi_probe_result *res,
-				   bool window)
+				   enum asi_nmi_probe where)
 {
 	struct asi *asi = env->asi;
-	unsigned long flags, before, nmi_flushes;
+	unsigned long flags, before, irq_before, nmi_flushes;
 	int i;
 
 	local_irq_save(flags);
 	res->full_cr3 = __native_read_cr3();
 	this_cpu_write(asi_test_nmis, 0);
 	before = this_cpu_read(asi_cpu.fallbacks);
+	irq_before = this_cpu_read(asi_cpu.fallbacks_irq);
 	nmi_flushes = this_cpu_read(asi_cpu.nmi_flushes);
 	asi_enter(asi);
-	if (window) {
+	if (where == ASI_NMI_WINDOW_RELAXED)
+		READ_ONCE(*env->unmapped);
+	if (where != ASI_NMI_OUTSIDE) {
 		asi_entry_window(true);
 		if (asi_need_flush())
 			asi_flush_caches();
@@ -400,7 +414,9 @@ static noinline void asi_probe_nmi(struct asi_switch_env *env, struct asi_probe_
 	res->cr3 = __native_read_cr3();
 	res->consistent = this_cpu_read(asi_test_nmi_consistent);
 	res->fallbacks = this_cpu_read(asi_cpu.fallbacks) - before;
-	if (window)
+	res->fallbacks_irq = this_cpu_read(asi_cpu.fallbacks_irq) - irq_before;
+	res->need_flush = this_cpu_read(asi_cpu.need_flush);
+	if (where != ASI_NMI_OUTSIDE)
 		asi_entry_window(false);
 	res->nmi_flushes = this_cpu_read(asi_cpu.nmi_flushes) - nmi_flushes;
 	asi_exit(ASI_EXIT_OWNER);
@@ -424,7 +440,7 @@ static void asi_nmi_on_restricted_table_falls_back(struct kunit *test)
 
 	err = register_nmi_handler(NMI_LOCAL, asi_test_nmi, 0, "asi_test");
 	KUNIT_ASSERT_EQ(test, err, 0);
-	asi_probe_nmi(env, &res, false);
+	asi_probe_nmi(env, &res, ASI_NMI_OUTSIDE);
 	unregister_nmi_handler(NMI_LOCAL, "asi_test");
 
 	/* Read on the probe's CPU: the test may have migrated since. */
@@ -445,28 +461,38 @@ static void asi_nmi_on_restricted_table_falls_back(struct kunit *test)
  * The VM-entry window: an NMI that falls back after the owner's flush
  * decision, before its VM-entry (VMX takes host NMIs there), must flush on
  * its way out, else the guest runs on what the NMI's handlers brought into
- * the caches; and leave the flush indication set for the next entry.
+ * the caches, and leave the flush indication set for the next entry. So
+ * must one that finds the CPU on the full table already (a fallback
+ * before the decision): its handlers read the full table's data without
+ * a fault. (A perf or watchdog NMI may land in the window too: at least
+ * one flush.)
  */
 static void asi_nmi_in_entry_window_flushes(struct kunit *test)
 {
 	struct asi_switch_env *env = test->priv;
 	struct asi_probe_result res;
-	bool need;
 	int err;
 
 	err = register_nmi_handler(NMI_LOCAL, asi_test_nmi, 0, "asi_test");
 	KUNIT_ASSERT_EQ(test, err, 0);
-	preempt_disable();
-	asi_probe_nmi(env, &res, true);
-	need = asi_need_flush();
-	preempt_enable();
+	asi_probe_nmi(env, &res, ASI_NMI_WINDOW);
 	unregister_nmi_handler(NMI_LOCAL, "asi_test");
 
 	KUNIT_EXPECT_EQ(test, res.seen, 1);
-	KUNIT_EXPECT_GE(test, res.fallbacks, 1UL);
-	KUNIT_EXPECT_EQ(test, res.nmi_flushes, 1UL);
-	KUNIT_EXPECT_TRUE(test, need);
-	KUNIT_EXPECT_FALSE(test, this_cpu_read(asi_cpu.entry_window));
+	KUNIT_EXPECT_EQ(test, res.consistent, 1);
+	KUNIT_EXPECT_GE(test, res.fallbacks_irq, 1UL);
+	KUNIT_EXPECT_GE(test, res.nmi_flushes, 1UL);
+	KUNIT_EXPECT_TRUE(test, res.need_flush);
+
+	err = register_nmi_handler(NMI_LOCAL, asi_test_nmi, 0, "asi_test");
+	KUNIT_ASSERT_EQ(test, err, 0);
+	asi_probe_nmi(env, &res, ASI_NMI_WINDOW_RELAXED);
+	unregister_nmi_handler(NMI_LOCAL, "asi_test");
+
+	KUNIT_EXPECT_EQ(test, res.seen, 1);
+	/* The task's fallback only: the NMI ran on the full table. */
+	KUNIT_EXPECT_EQ(test, res.fallbacks, 1UL);
+	KUNIT_EXPECT_GE(test, res.nmi_flushes, 1UL);
 }
 
 /*
