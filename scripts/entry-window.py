@@ -115,7 +115,7 @@ ALT_SIZE = struct.calcsize(ALT_FMT)      # 14, __packed
 ALT_FLAG_NOT, ALT_FLAG_DIRECT_CALL = 1, 2
 X86_FEATURE_ALWAYS = 3 * 32 + 21
 
-# The NMI exit's flush runs in the window too (exc_nmi(), before the
+# The NMI exit's flush runs in the window too (last in exc_nmi(), after the
 # guest's CR2 is restored): what it reads must be mapped as well.
 ROOTS = ["svm_vcpu_enter_exit", "vmx_vcpu_enter_exit", "__asi_nmi_exit"]
 

@@ -392,7 +392,7 @@ static __always_inline void asi_nmi_enter(void)
  *
  * VMX takes host NMIs in the window; one whose handler falls back brings
  * what the full table maps into this CPU's caches after the flush, and
- * the guest would run on them. asi_nmi_exit(), in exc_nmi() after the
+ * the guest would run on them. asi_nmi_exit(), last in exc_nmi(), after the
  * handlers, flushes again when an NMI returns into an open window after
  * a use of the full table. Opened before the decision: an NMI between
  * the two is flushed for by either. Writes one flag of ASI's per-CPU

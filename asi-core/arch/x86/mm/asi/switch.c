@@ -481,13 +481,16 @@ noinstr void asi_flush_caches(void)
 }
 EXPORT_SYMBOL_GPL(asi_flush_caches);
 
-/* The CPU can turn VERW's fill-buffer clearing off (FB_CLEAR_CTRL). */
-DEFINE_STATIC_KEY_FALSE(asi_fb_clear_ctrl);
+/*
+ * The CPU can turn VERW's fill-buffer clearing off (FB_CLEAR_CTRL), read at
+ * boot: a late microcode load that adds it is not seen here.
+ */
+DEFINE_STATIC_KEY_FALSE_RO(asi_fb_clear_ctrl);
 
 /**
  * __asi_nmi_exit() - flush after an NMI that fell back in a VM-entry window
  *
- * In exc_nmi(), after the handlers, through asi_nmi_exit(), on a CPU
+ * Last in exc_nmi(), through asi_nmi_exit(), on a CPU
  * between its owner's flush decision and the return of the VM-entry code
  * (see asi_entry_window()). The guest about to run would meet what the
  * NMI's handlers brought into the caches, if they used the full table:

@@ -368,6 +368,30 @@ static int asi_test_nmi(unsigned int type, struct pt_regs *regs)
 	return NMI_HANDLED;
 }
 
+/*
+ * An NMI to this CPU, written to the ICR directly (@x2apic and @apicid read
+ * before the CPU entered the domain): through the APIC driver the send
+ * may read what no domain maps (x2APIC cluster mode's logical IDs, the
+ * default with interrupt remapping) and fall back in the task, and the
+ * NMI would then find the full table. By APIC ID, not as a self-IPI: in
+ * x2APIC mode the kernel sends those through the SELF IPI register, which
+ * delivers fixed interrupts only.
+ */
+static __always_inline void asi_test_send_nmi(bool x2apic, u32 apicid)
+{
+	u32 *icr = (u32 *)(APIC_BASE + APIC_ICR);
+
+	if (x2apic) {
+		native_wrmsrl(APIC_BASE_MSR + (APIC_ICR >> 4),
+			      (u64)apicid << 32 | APIC_DEST_PHYSICAL | APIC_DM_NMI);
+		return;
+	}
+	while (READ_ONCE(*icr) & APIC_ICR_BUSY)
+		cpu_relax();
+	WRITE_ONCE(*(u32 *)(APIC_BASE + APIC_ICR2), SET_XAPIC_DEST_FIELD(apicid));
+	WRITE_ONCE(*icr, APIC_DEST_PHYSICAL | APIC_DM_NMI);
+}
+
 /* Where asi_probe_nmi() sends its NMI. */
 enum asi_nmi_probe {
 	ASI_NMI_OUTSIDE,	/* on the restricted table, no VM-entry window */
@@ -386,9 +410,12 @@ static noinline void asi_probe_nmi(struct asi_switch_env *env, struct asi_probe_
 {
 	struct asi *asi = env->asi;
 	unsigned long flags, before, irq_before, nmi_flushes;
+	bool x2apic = x2apic_enabled();
+	u32 apicid;
 	int i;
 
 	local_irq_save(flags);
+	apicid = read_apic_id();
 	res->full_cr3 = __native_read_cr3();
 	this_cpu_write(asi_test_nmis, 0);
 	before = this_cpu_read(asi_cpu.fallbacks);
@@ -402,12 +429,7 @@ static noinline void asi_probe_nmi(struct asi_switch_env *env, struct asi_probe_
 		if (asi_need_flush())
 			asi_flush_caches();
 	}
-	/*
-	 * By APIC ID, not as a self-IPI: in x2APIC mode the kernel sends
-	 * those through the SELF IPI register, which delivers fixed
-	 * interrupts only (vector 2 there, not an NMI).
-	 */
-	__apic_send_IPI(smp_processor_id(), NMI_VECTOR);
+	asi_test_send_nmi(x2apic, apicid);
 	for (i = 0; i < 10000000 && !this_cpu_read(asi_test_nmis); i++)
 		cpu_relax();
 	res->seen = this_cpu_read(asi_test_nmis);
@@ -446,7 +468,7 @@ static void asi_nmi_on_restricted_table_falls_back(struct kunit *test)
 	/* Read on the probe's CPU: the test may have migrated since. */
 	KUNIT_EXPECT_EQ(test, res.seen, 1);
 	KUNIT_EXPECT_EQ(test, res.consistent, 1);
-	KUNIT_EXPECT_GE(test, res.fallbacks, 1UL);
+	KUNIT_EXPECT_GE(test, res.fallbacks_irq, 1UL);
 	/* Outside a VM-entry window: the next entry's decision flushes. */
 	KUNIT_EXPECT_EQ(test, res.nmi_flushes, 0UL);
 	on_a_table = cr3_addr(res.cr3) == cr3_addr(__pa(env->asi->pgd)) ||
@@ -479,7 +501,6 @@ static void asi_nmi_in_entry_window_flushes(struct kunit *test)
 	unregister_nmi_handler(NMI_LOCAL, "asi_test");
 
 	KUNIT_EXPECT_EQ(test, res.seen, 1);
-	KUNIT_EXPECT_EQ(test, res.consistent, 1);
 	KUNIT_EXPECT_GE(test, res.fallbacks_irq, 1UL);
 	KUNIT_EXPECT_GE(test, res.nmi_flushes, 1UL);
 	KUNIT_EXPECT_TRUE(test, res.need_flush);
