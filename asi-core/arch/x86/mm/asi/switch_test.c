@@ -445,6 +445,17 @@ static noinline void asi_probe_nmi(struct asi_switch_env *env, struct asi_probe_
 	local_irq_restore(flags);
 }
 
+/* asi_probe_nmi(), with asi_test_nmi() registered for its NMI. */
+static void asi_probe_nmi_handled(struct kunit *test, struct asi_probe_result *res,
+				  enum asi_nmi_probe where)
+{
+	int err = register_nmi_handler(NMI_LOCAL, asi_test_nmi, 0, "asi_test");
+
+	KUNIT_ASSERT_EQ(test, err, 0);
+	asi_probe_nmi(test->priv, res, where);
+	unregister_nmi_handler(NMI_LOCAL, "asi_test");
+}
+
 /*
  * Invariant "Entries handled on a restricted table": an NMI on a restricted
  * table is handled (its first access to unmapped data falls back, inside the
@@ -458,12 +469,8 @@ static void asi_nmi_on_restricted_table_falls_back(struct kunit *test)
 	struct asi_switch_env *env = test->priv;
 	struct asi_probe_result res;
 	bool on_a_table;
-	int err;
 
-	err = register_nmi_handler(NMI_LOCAL, asi_test_nmi, 0, "asi_test");
-	KUNIT_ASSERT_EQ(test, err, 0);
-	asi_probe_nmi(env, &res, ASI_NMI_OUTSIDE);
-	unregister_nmi_handler(NMI_LOCAL, "asi_test");
+	asi_probe_nmi_handled(test, &res, ASI_NMI_OUTSIDE);
 
 	/* Read on the probe's CPU: the test may have migrated since. */
 	KUNIT_EXPECT_EQ(test, res.seen, 1);
@@ -491,24 +498,16 @@ static void asi_nmi_on_restricted_table_falls_back(struct kunit *test)
  */
 static void asi_nmi_in_entry_window_flushes(struct kunit *test)
 {
-	struct asi_switch_env *env = test->priv;
 	struct asi_probe_result res;
-	int err;
 
-	err = register_nmi_handler(NMI_LOCAL, asi_test_nmi, 0, "asi_test");
-	KUNIT_ASSERT_EQ(test, err, 0);
-	asi_probe_nmi(env, &res, ASI_NMI_WINDOW);
-	unregister_nmi_handler(NMI_LOCAL, "asi_test");
+	asi_probe_nmi_handled(test, &res, ASI_NMI_WINDOW);
 
 	KUNIT_EXPECT_EQ(test, res.seen, 1);
 	KUNIT_EXPECT_GE(test, res.fallbacks_irq, 1UL);
 	KUNIT_EXPECT_GE(test, res.nmi_flushes, 1UL);
 	KUNIT_EXPECT_TRUE(test, res.need_flush);
 
-	err = register_nmi_handler(NMI_LOCAL, asi_test_nmi, 0, "asi_test");
-	KUNIT_ASSERT_EQ(test, err, 0);
-	asi_probe_nmi(env, &res, ASI_NMI_WINDOW_RELAXED);
-	unregister_nmi_handler(NMI_LOCAL, "asi_test");
+	asi_probe_nmi_handled(test, &res, ASI_NMI_WINDOW_RELAXED);
 
 	KUNIT_EXPECT_EQ(test, res.seen, 1);
 	/* The task's fallback only: the NMI ran on the full table. */
