@@ -55,11 +55,30 @@ $bad"
 	note "building $name"
 	local targets=(bzImage)
 	grep -q '^CONFIG_MODULES=y' "$O/.config" && targets+=(modules)
-	local t0=$SECONDS
-	if ! kmake "${targets[@]}" >"$log" 2>&1; then
-		grep -E 'error|Error' "$log" | head -30 >&2
-		die "building $name failed (full log: $log)"
-	fi
+	local t0=$SECONDS head0 head1 try
+	# A tree that moves during the build (make tree, refresh's rebase, a
+	# commit in out/linux) leaves objects compiled from two states that
+	# make will not rebuild: struct layouts that disagree, a kernel that
+	# oopses. Seen once (the compiled-out kernel oopsed in
+	# kvm_cpu_has_extint(): i8259.o had another struct kvm layout than
+	# irq.o), and a clean build through ccache brought the same stale
+	# objects back: rebuild from clean then, recompiling every object
+	# and replacing what ccache holds for it (CCACHE_RECACHE).
+	for try in 1 2; do
+		head0=$(git -C "$SRC" rev-parse HEAD)
+		if ! kmake "${targets[@]}" >"$log" 2>&1; then
+			grep -E 'error|Error' "$log" | head -30 >&2
+			die "building $name failed (full log: $log)"
+		fi
+		head1=$(git -C "$SRC" rev-parse HEAD)
+		[ "$head0" != "$head1" ] || break
+		[ "$try" -eq 1 ] ||
+			die "out/linux moved again during the clean build of $name ($head0 -> $head1)"
+		note "out/linux moved during the build of $name (${head0:0:7} -> ${head1:0:7}): building it again from clean, without ccache's copies"
+		kmake clean >>"$log" 2>&1
+		export CCACHE_RECACHE=1
+	done
+	unset CCACHE_RECACHE
 	if grep -q '^CONFIG_MODULES=y' "$O/.config"; then
 		rm -rf "$O/modinst"
 		kmake INSTALL_MOD_PATH="$O/modinst" INSTALL_MOD_STRIP=1 modules_install >>"$log" 2>&1 ||
